@@ -1,0 +1,304 @@
+//===- IR.h - The FIR graph-level IR -----------------------------*- C++ -*-===//
+//
+// The in-memory form of a `.fir` module (spec §2–§3): types with static and
+// symbolic dimensions, attributes, constants, bindings, dataflow blocks and
+// functions. Values keep the names the user wrote; a binding owns the value
+// it defines and operands point at values, so uses are plain pointers.
+//
+// Semantic checking lives here too: `inferTypes` fills in (or checks) the
+// type of every binding after parsing, and `verifyModule` is the structural
+// verifier that runs after parsing and after every pass.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_IR_IR_H
+#define FUSEC_IR_IR_H
+
+#include "fusec/Support/Support.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/SMLoc.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fusec {
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+enum class DType : uint8_t { f32, f16, bf16, i8, i32, i64, boolean };
+
+std::optional<DType> parseDType(llvm::StringRef name);
+llvm::StringRef dtypeName(DType dtype);
+unsigned dtypeBytes(DType dtype);
+bool isFloatDType(DType dtype);
+bool isIntDType(DType dtype);
+/// Rounds `value` to the nearest value representable in a float dtype.
+double roundToDType(double value, DType dtype);
+/// Whether `value` fits `dtype` without overflowing (inf/nan fit floats).
+bool fitsDType(double value, DType dtype);
+/// Shortest text that reads back to the same `dtype` value.
+std::string formatScalar(double value, DType dtype);
+
+/// A dimension: a static size or a symbolic name bound at run time.
+struct Dim {
+  int64_t size = 0;
+  std::string symbol; // non-empty for a symbolic dimension
+
+  static Dim of(int64_t size) { return Dim{size, {}}; }
+  static Dim named(std::string symbol) { return Dim{0, std::move(symbol)}; }
+  bool isSymbolic() const { return !symbol.empty(); }
+  bool isStatic() const { return symbol.empty(); }
+  bool operator==(const Dim &other) const {
+    return size == other.size && symbol == other.symbol;
+  }
+  bool operator!=(const Dim &other) const { return !(*this == other); }
+  std::string str() const;
+};
+using Shape = std::vector<Dim>;
+
+/// A tensor type `f16[4096,1]` or a tuple type `(f32[4], f16[])`.
+class Type {
+public:
+  Type() = default;
+  static Type tensor(DType dtype, Shape shape);
+  static Type tuple(std::vector<Type> fields);
+
+  bool isTensor() const { return !isTupleType; }
+  bool isTuple() const { return isTupleType; }
+  DType getDType() const { return dtype; }
+  const Shape &getShape() const { return shape; }
+  int64_t getRank() const { return static_cast<int64_t>(shape.size()); }
+  const std::vector<Type> &getFields() const { return fields; }
+  /// The element count when every dimension is static.
+  std::optional<int64_t> getStaticNumElements() const;
+
+  bool operator==(const Type &other) const;
+  bool operator!=(const Type &other) const { return !(*this == other); }
+  std::string str() const;
+
+private:
+  bool isTupleType = false;
+  DType dtype = DType::f32;
+  Shape shape;
+  std::vector<Type> fields;
+};
+
+/// Largest allowed dimension (spec §9).
+constexpr int64_t kMaxDimSize = int64_t(1) << 40;
+
+//===----------------------------------------------------------------------===//
+// Attributes and literals
+//===----------------------------------------------------------------------===//
+
+/// An attribute value or literal operand: int, float, bool, string, a bare
+/// identifier (a symbolic dim in `{shape = [n, -1]}`) or a list.
+struct Attr {
+  enum Kind { Int, Float, Bool, String, Ident, List };
+  Kind kind = Int;
+  int64_t intValue = 0;
+  double floatValue = 0;
+  bool boolValue = false;
+  std::string text; // String and Ident
+  std::vector<Attr> list;
+  llvm::SMLoc loc;
+
+  static Attr makeInt(int64_t v) { Attr a; a.kind = Int; a.intValue = v; return a; }
+  static Attr makeFloat(double v) { Attr a; a.kind = Float; a.floatValue = v; return a; }
+  static Attr makeBool(bool v) { Attr a; a.kind = Bool; a.boolValue = v; return a; }
+  static Attr makeString(std::string s) { Attr a; a.kind = String; a.text = std::move(s); return a; }
+  static Attr makeIdent(std::string s) { Attr a; a.kind = Ident; a.text = std::move(s); return a; }
+  static Attr makeList(std::vector<Attr> items) { Attr a; a.kind = List; a.list = std::move(items); return a; }
+
+  bool isNumber() const { return kind == Int || kind == Float; }
+  double asDouble() const { return kind == Int ? double(intValue) : floatValue; }
+  bool operator==(const Attr &other) const;
+  bool operator!=(const Attr &other) const { return !(*this == other); }
+  std::string str() const;
+};
+
+/// Why scalar literal `literal` cannot be a value of `dtype` ("float literal
+/// 0.5 cannot be an i32", "70000 overflows f16"), or empty if it can.
+std::string checkLiteralForDType(const Attr &literal, DType dtype);
+
+/// An ordered attribute dictionary `{key = value, ...}`.
+class Attrs {
+public:
+  struct Entry {
+    std::string name;
+    Attr value;
+    llvm::SMLoc loc;
+  };
+  const Attr *get(llvm::StringRef name) const;
+  Attr *get(llvm::StringRef name);
+  void set(llvm::StringRef name, Attr value, llvm::SMLoc loc = {});
+  bool erase(llvm::StringRef name);
+  bool empty() const { return entries.empty(); }
+  const std::vector<Entry> &getEntries() const { return entries; }
+  std::vector<Entry> &getEntries() { return entries; }
+  bool operator==(const Attrs &other) const;
+  std::string str() const; // `{a = 1, b = [2]}`, empty string when empty
+
+private:
+  std::vector<Entry> entries;
+};
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+/// Row-major tensor contents in the dtype's own storage (f16/bf16 as 16-bit
+/// patterns, bool as one byte).
+class TensorData {
+public:
+  TensorData() = default;
+  TensorData(DType dtype, std::vector<int64_t> shape);
+  DType getDType() const { return dtype; }
+  const std::vector<int64_t> &getShape() const { return shape; }
+  int64_t getNumElements() const { return numElements; }
+  double get(int64_t index) const;
+  void set(int64_t index, double value); // rounds to the dtype
+  const uint8_t *data() const { return bytes.data(); }
+  uint8_t *data() { return bytes.data(); }
+  bool operator==(const TensorData &other) const;
+
+private:
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  int64_t numElements = 0;
+  std::vector<uint8_t> bytes;
+};
+
+/// The value of `constant ...`: the form it was written in, kept for
+/// printing, and its contents, materialized on demand.
+struct ConstantData {
+  enum Form { Scalar, Dense, Splat, Random, File };
+  Form form = Scalar;
+  std::vector<Attr> values; // Scalar/Splat: one value; Dense: nested lists
+  uint64_t seed = 0;        // Random
+  std::string path;         // File, as written
+  std::shared_ptr<TensorData> fileContents; // File, read at parse time
+
+  /// The contents for a constant of type `type` (static shape required).
+  TensorData materialize(const Type &type) const;
+};
+
+/// Element `index` of `random<seed = N>` (spec §9), before dtype rounding.
+double randomConstantElement(uint64_t seed, int64_t index, DType dtype);
+/// Reads a NumPy `.npy` file; on failure returns nullptr and sets `error`.
+std::shared_ptr<TensorData> readNpyFile(llvm::StringRef path,
+                                        std::string &error);
+
+//===----------------------------------------------------------------------===//
+// Values, bindings, blocks, functions, modules
+//===----------------------------------------------------------------------===//
+
+struct Binding;
+
+/// A named SSA value: a function parameter or the result of a binding.
+struct Value {
+  std::string name; // without the '%'
+  Type type;
+  llvm::SMLoc loc;
+  Binding *definingBinding = nullptr; // null for parameters
+};
+
+/// An operand: a value, or a scalar literal (`multiply(%x, 0.5)`).
+struct Operand {
+  Value *value = nullptr;
+  Attr literal; // used when value is null
+  llvm::SMLoc loc;
+
+  static Operand of(Value *v, llvm::SMLoc loc = {}) { Operand o; o.value = v; o.loc = loc; return o; }
+  bool isLiteral() const { return value == nullptr; }
+};
+
+enum class ExprKind { Op, Constant, Call, CallKernel, CallExtern, Tuple, Get, Alias };
+
+/// `%name = EXPR {attrs} : TYPE`.
+struct Binding {
+  ExprKind kind = ExprKind::Op;
+  std::string callee; // op name, @function, @kernel (without '@'), extern name
+  std::vector<Operand> operands;
+  Attrs attrs;
+  int64_t tupleIndex = 0;                 // Get
+  std::unique_ptr<ConstantData> constant; // Constant
+  std::unique_ptr<Value> result;
+  llvm::SMLoc loc;       // the start of the expression
+  llvm::SMLoc calleeLoc; // the op or callee name
+  /// Type written in the source, if any, with its location.
+  std::optional<Type> writtenType;
+  llvm::SMLoc typeLoc;
+
+  Value *getResult() const { return result.get(); }
+  const Type &getType() const { return result->type; }
+  /// Human-readable name of the expression head (`add`, `call @f`, ...).
+  std::string headName() const;
+};
+
+/// `dataflow { bindings; output %a, %b }`.
+struct DataflowBlock {
+  std::vector<std::unique_ptr<Binding>> bindings;
+  std::vector<Value *> outputs;
+  std::vector<llvm::SMLoc> outputLocs;
+  llvm::SMLoc loc;
+  bool hasOutputClause = false;
+};
+
+/// One entry of a function body: a binding outside any block, or a block.
+struct BodyItem {
+  std::unique_ptr<Binding> binding;
+  std::unique_ptr<DataflowBlock> block;
+};
+
+struct Function {
+  std::string name; // without the '@'
+  llvm::SMLoc loc;
+  std::vector<std::unique_ptr<Value>> params;
+  Type returnType;
+  llvm::SMLoc returnTypeLoc;
+  Attrs attrs;
+  std::vector<BodyItem> body;
+  /// `return %v` (one entry, returnsTuple false) or `return (%a, %b)`.
+  std::vector<Operand> returnValues;
+  bool returnsTuple = false;
+  llvm::SMLoc returnLoc;
+
+  /// Whether passes that group bindings must leave this function alone.
+  bool isGroupedFunction() const;
+  /// Visits every binding, in order, inside and outside blocks.
+  void forEachBinding(const std::function<void(Binding &)> &fn);
+  void forEachBinding(const std::function<void(const Binding &)> &fn) const;
+};
+
+class Module {
+public:
+  std::string name; // optional `module @name`
+  llvm::SMLoc loc;
+  std::vector<std::unique_ptr<Function>> functions;
+  /// Directory that `file<"...">` paths are relative to.
+  std::string sourceDirectory;
+
+  Function *lookupFunction(llvm::StringRef name) const;
+};
+
+//===----------------------------------------------------------------------===//
+// Semantic checks
+//===----------------------------------------------------------------------===//
+
+/// Infers the type of every binding and checks it against a written type.
+/// Emits located diagnostics; returns false on the first error.
+bool inferTypes(Module &module, DiagEngine &diag);
+/// Structural verifier: SSA, scoping, dataflow outputs, types agree with
+/// inference, return types, symbolic dims, call graph without recursion.
+/// `context` names what produced the IR ("after pass 'dce'") in messages.
+bool verifyModule(const Module &module, DiagEngine &diag,
+                  llvm::StringRef context = {});
+
+} // namespace fusec
+
+#endif // FUSEC_IR_IR_H

@@ -1,0 +1,119 @@
+//===- Ops.h - The operator registry -----------------------------*- C++ -*-===//
+//
+// One entry per operator of spec §4. An entry gathers everything the
+// compiler knows about the op, so that each op's later pieces (legalization
+// to a kernel, the interpreter's reference implementation) are added beside
+// its type inference in the same per-class file:
+//
+//   lib/IR/Ops/Elementwise.cpp   unary, clip, astype, binary, where
+//   lib/IR/Ops/Injective.cpp     reshape, permute_dims, ..., take
+//   lib/IR/Ops/Reduction.cpp     sum ... prod, softmax, norms
+//   lib/IR/Ops/Complex.cpp       matmul, conv2d, pools
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_IR_OPS_H
+#define FUSEC_IR_OPS_H
+
+#include "fusec/IR/IR.h"
+
+#include "llvm/ADT/ArrayRef.h"
+
+#include <optional>
+
+namespace fusec {
+
+enum class OpClass { Unary, Binary, Ternary, Injective, Reduction, Complex };
+
+/// What an attribute accepts. Validation and normalization (an int `axis`
+/// becomes a one-element list) are generic; per-op meaning is in `infer`.
+enum class AttrSchema {
+  Int,        // 3
+  Float,      // 0.5 (an int is accepted and becomes a float)
+  Bool,       // true
+  DTypeName,  // "f16"
+  Axes,       // 1 or [0, 2]; printed as a list
+  IntList,    // [1, 2]; an int is accepted where the op allows (IntOrList)
+  IntOrList,  // 2 or [2, 2]; kept as written
+  ShapeList,  // [n, -1, 4]: ints and symbolic dim names
+};
+
+struct AttrSpec {
+  const char *name;
+  AttrSchema schema;
+  bool required = false;
+};
+
+/// What inference sees of one binding: operand types (literals already given
+/// their dtype), attributes (validated), and where to point errors.
+class InferContext {
+public:
+  InferContext(const Binding &binding, std::vector<Type> operandTypes,
+               DiagEngine &diag)
+      : binding(binding), operandTypes(std::move(operandTypes)), diag(diag) {}
+
+  const Binding &binding;
+  std::vector<Type> operandTypes;
+
+  const Type &operand(size_t i) const { return operandTypes[i]; }
+  size_t numOperands() const { return operandTypes.size(); }
+  const Attr *attr(llvm::StringRef name) const { return binding.attrs.get(name); }
+  /// The axes of an `Axes` attribute, normalized to [0, rank); reports an
+  /// error for out-of-range or repeated axes. `std::nullopt` on error.
+  std::optional<std::vector<int64_t>> axes(llvm::StringRef name, int64_t rank,
+                                           std::vector<int64_t> defaults) const;
+  std::optional<int64_t> intAttr(llvm::StringRef name, int64_t defaultValue) const;
+  std::vector<int64_t> intList(llvm::StringRef name, size_t expectedSize,
+                               std::vector<int64_t> defaults) const;
+
+  /// Reports an error at the op and returns std::nullopt for `return`.
+  std::nullopt_t error(const llvm::Twine &message) const;
+  std::nullopt_t errorAtOperand(size_t i, const llvm::Twine &message) const;
+  std::nullopt_t errorAtAttr(llvm::StringRef name, const llvm::Twine &message) const;
+
+private:
+  DiagEngine &diag;
+};
+
+using InferFn = std::optional<Type> (*)(InferContext &);
+
+struct OpInfo {
+  const char *name;
+  OpClass opClass;
+  int minOperands;
+  int maxOperands; // -1: variadic
+  std::vector<AttrSpec> attrs;
+  InferFn infer;
+  /// Literal operands allowed (binary and ternary ops).
+  bool allowsLiterals = false;
+};
+
+/// The op named `name`, or null.
+const OpInfo *lookupOp(llvm::StringRef name);
+/// All registered ops, in registration order.
+llvm::ArrayRef<const OpInfo *> allOps();
+/// The closest registered op name, for "did you mean" (empty if none close).
+std::string suggestOpName(llvm::StringRef name);
+
+/// Rewrites attributes to their canonical form (an int `axis` becomes a
+/// one-element list, spec §9). Invalid attributes are left for inference
+/// to report.
+void normalizeOpAttrs(Binding &binding);
+
+/// Infers the result type of an op binding (operands already typed).
+/// Validates operand count, literal use, dtypes and attributes.
+std::optional<Type> inferOpType(const Binding &binding, DiagEngine &diag);
+
+/// NumPy broadcasting of two shapes; symbolic dims must be equal by name.
+/// On a mismatch returns std::nullopt and sets `error`.
+std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b,
+                                     std::string &error);
+
+// Registration hooks, one per op class file.
+void registerElementwiseOps(std::vector<const OpInfo *> &registry);
+void registerInjectiveOps(std::vector<const OpInfo *> &registry);
+void registerReductionOps(std::vector<const OpInfo *> &registry);
+void registerComplexOps(std::vector<const OpInfo *> &registry);
+
+} // namespace fusec
+
+#endif // FUSEC_IR_OPS_H

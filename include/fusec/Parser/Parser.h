@@ -1,0 +1,77 @@
+//===- Parser.h - Lexer and parser for .fir files ----------------*- C++ -*-===//
+//
+// Turns FIR text (spec §1–§3, §9) into a Module. Every malformed input gets
+// one located diagnostic (`file:line:col: error: ...`, the line and a caret
+// at the offending token) and a null result; nothing in the input can reach
+// an assertion. After a successful parse the module has been type-inferred
+// and verified.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_PARSER_PARSER_H
+#define FUSEC_PARSER_PARSER_H
+
+#include "fusec/IR/IR.h"
+
+#include "llvm/Support/SourceMgr.h"
+
+namespace fusec {
+
+struct Token {
+  enum Kind {
+    Eof, Error, BareIdent, GlobalName, LocalName, Integer, Float, String,
+    LParen, RParen, LBrace, RBrace, LSquare, RSquare, Less, Greater,
+    Comma, Colon, Equal, Arrow, Pipe,
+  };
+  Kind kind = Eof;
+  llvm::StringRef spelling; // the exact source text
+  int64_t intValue = 0;
+  double floatValue = 0;
+  std::string stringValue; // String: unescaped; names: without the sigil
+
+  llvm::SMLoc getLoc() const { return llvm::SMLoc::getFromPointer(spelling.data()); }
+  llvm::SMRange getRange() const {
+    return {getLoc(), llvm::SMLoc::getFromPointer(spelling.end())};
+  }
+  bool is(Kind k) const { return kind == k; }
+  bool isKeyword(llvm::StringRef word) const {
+    return kind == BareIdent && spelling == word;
+  }
+};
+
+/// Splits a buffer into tokens. A lexical error yields a Token::Error whose
+/// stringValue holds the message; the parser reports it.
+class Lexer {
+public:
+  explicit Lexer(llvm::StringRef buffer);
+  Token next();
+  /// A position just after the last token, for "expected X" at end of input.
+  const char *getCurrentPointer() const { return current; }
+
+private:
+  Token makeToken(Token::Kind kind, const char *start);
+  Token makeError(const char *start, const std::string &message);
+  Token lexNumber(const char *start);
+  Token lexName(Token::Kind kind, const char *start);
+  Token lexString(const char *start);
+  void skipWhitespaceAndComments();
+
+  llvm::StringRef buffer;
+  const char *current;
+};
+
+/// Parses buffer `bufferId` of `sourceMgr`. `file<"...">` paths are resolved
+/// against `sourceDirectory`. Returns null after reporting an error.
+std::unique_ptr<Module> parseModule(llvm::SourceMgr &sourceMgr,
+                                    unsigned bufferId, DiagEngine &diag,
+                                    llvm::StringRef sourceDirectory);
+
+/// Convenience for tests and tools: parses `text` held in a SourceMgr that
+/// the caller owns (diagnostics point into it).
+std::unique_ptr<Module> parseModuleString(llvm::StringRef text,
+                                          llvm::SourceMgr &sourceMgr,
+                                          DiagEngine &diag,
+                                          llvm::StringRef bufferName = "<string>");
+
+} // namespace fusec
+
+#endif // FUSEC_PARSER_PARSER_H

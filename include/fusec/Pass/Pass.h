@@ -1,0 +1,135 @@
+//===- Pass.h - Passes, the pass registry and the pass manager --*- C++ -*-===//
+//
+// A Pass transforms a Module in place. Passes are registered once, from the
+// table in lib/Transforms/Passes.def (`registerAllPasses`); the same table
+// feeds the pipeline parser, `--help`, `--list-passes` and docs/passes.md.
+//
+// Pipeline text (spec §7): passes separated by commas, options in braces
+// after a pass name, separated by commas or spaces:
+//   `fuse-by-pattern{patterns=p.pat,bind-constants=false},legalize`
+// `PassManager::str()` prints a pipeline that parses back to itself.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_PASS_PASS_H
+#define FUSEC_PASS_PASS_H
+
+#include "fusec/IR/IR.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fusec {
+
+/// What a pass may use besides the module.
+struct PassContext {
+  DiagEngine &diag;
+};
+
+class Pass {
+public:
+  enum class OptionKind { Int, Bool, String };
+  struct Option {
+    std::string name;
+    OptionKind kind;
+    std::string defaultValue;
+    std::string description;
+    std::string value;
+  };
+
+  virtual ~Pass() = default;
+  /// The pipeline name (`dce`), also the pass's DEBUG_TYPE.
+  llvm::StringRef getName() const { return name; }
+  /// Runs on `module`. Returns false after emitting a diagnostic when the
+  /// input cannot be handled (exit code 1).
+  virtual bool run(Module &module, PassContext &context) = 0;
+
+  const std::vector<Option> &getOptions() const { return options; }
+  /// Sets an option from pipeline text; returns an error message or "".
+  std::string setOption(llvm::StringRef key, llvm::StringRef value);
+  /// `{a=1,b=x}` with every option, or "" for a pass without options.
+  std::string getOptionsString() const;
+
+protected:
+  explicit Pass(llvm::StringRef name) : name(name.str()) {}
+  void declareOption(llvm::StringRef name, OptionKind kind,
+                     llvm::StringRef defaultValue, llvm::StringRef description);
+  int64_t getIntOption(llvm::StringRef name) const;
+  bool getBoolOption(llvm::StringRef name) const;
+  std::string getStringOption(llvm::StringRef name) const;
+
+private:
+  const Option *findOption(llvm::StringRef name) const;
+  std::string name;
+  std::vector<Option> options;
+};
+
+//===----------------------------------------------------------------------===//
+// Registry
+//===----------------------------------------------------------------------===//
+
+struct PassInfo {
+  std::string name;    // `fuse-ops`
+  std::string title;   // `FuseOps`, for IR dump banners
+  std::string summary; // one line, shown by --help and docs/passes.md
+  std::function<std::unique_ptr<Pass>()> create;
+};
+
+void registerPass(PassInfo info);
+/// Registers every pass of lib/Transforms/Passes.def (idempotent).
+void registerAllPasses();
+llvm::ArrayRef<PassInfo> getRegisteredPasses();
+const PassInfo *lookupPassInfo(llvm::StringRef name);
+
+//===----------------------------------------------------------------------===//
+// Pass manager and instrumentation
+//===----------------------------------------------------------------------===//
+
+/// What the pass manager does around each pass (spec §7 flags).
+struct Instrumentation {
+  bool printBeforeAll = false, printAfterAll = false, printChanged = false;
+  std::set<std::string> printBefore, printAfter;
+  std::string dumpDir;        // one file per pass: NN_<pass>.fir
+  bool verifyEach = true;
+  bool verifyRoundTrip = false;
+  bool timePasses = false;
+  llvm::raw_ostream *dumpStream = &llvm::errs();
+};
+
+/// Result of a pipeline run, mapped to fusec's exit codes by the driver.
+enum class RunResult { Success, InputError, InternalError };
+
+class PassManager {
+public:
+  void addPass(std::unique_ptr<Pass> pass) { passes.push_back(std::move(pass)); }
+  size_t size() const { return passes.size(); }
+  const std::vector<std::unique_ptr<Pass>> &getPasses() const { return passes; }
+  /// Canonical pipeline text; parses back to an identical pipeline.
+  std::string str() const;
+  RunResult run(Module &module, DiagEngine &diag,
+                const Instrumentation &instrumentation) const;
+
+private:
+  std::vector<std::unique_ptr<Pass>> passes;
+};
+
+/// A pipeline text error, with the 0-based column it points at.
+struct PipelineError {
+  size_t column = 0;
+  std::string message;
+};
+
+/// Parses pipeline text. Returns null and fills `error` on failure.
+std::unique_ptr<PassManager> parsePassPipeline(llvm::StringRef text,
+                                               PipelineError &error);
+/// The text of a named pipeline (`O0`, `O1`, `O2`), or "" if unknown.
+std::string getNamedPipeline(llvm::StringRef name);
+
+} // namespace fusec
+
+#endif // FUSEC_PASS_PASS_H

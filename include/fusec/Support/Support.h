@@ -1,0 +1,119 @@
+//===- Support.h - Diagnostics, debug logging, statistics, numerics -*- C++ -*-===//
+//
+// The small services every other component uses:
+//   - DiagEngine: located diagnostics through llvm::SourceMgr
+//     (`file:line:col: error: ...`, the source line and a caret);
+//   - FUSEC_DEBUG / --debug-only / --log-level through spdlog (Debian's LLVM
+//     is a release build, so LLVM's own -debug-only does not exist);
+//   - FUSEC_STATISTIC counters printed by --stats;
+//   - f16 / bf16 rounding shared by the parser, printer and interpreter.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_SUPPORT_SUPPORT_H
+#define FUSEC_SUPPORT_SUPPORT_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace fusec {
+
+//===----------------------------------------------------------------------===//
+// Diagnostics
+//===----------------------------------------------------------------------===//
+
+/// Reports errors against the buffers of a SourceMgr. A diagnostic without a
+/// location is printed as `fusec: error: ...`.
+class DiagEngine {
+public:
+  using Handler = std::function<void(const llvm::SMDiagnostic &)>;
+
+  explicit DiagEngine(llvm::SourceMgr &sourceMgr) : sourceMgr(sourceMgr) {}
+
+  void error(llvm::SMLoc loc, const llvm::Twine &message,
+             llvm::ArrayRef<llvm::SMRange> ranges = {});
+  void warning(llvm::SMLoc loc, const llvm::Twine &message);
+  void note(llvm::SMLoc loc, const llvm::Twine &message);
+
+  unsigned numErrors() const { return errorCount; }
+  llvm::SourceMgr &getSourceMgr() { return sourceMgr; }
+  /// Diverts diagnostics (for unit tests); the default prints to stderr.
+  void setHandler(Handler newHandler) { handler = std::move(newHandler); }
+
+private:
+  void report(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind,
+              const llvm::Twine &message, llvm::ArrayRef<llvm::SMRange> ranges);
+
+  llvm::SourceMgr &sourceMgr;
+  Handler handler;
+  unsigned errorCount = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// Debug logging
+//===----------------------------------------------------------------------===//
+
+/// Sets the spdlog level by name: trace, debug, info, warn, error, off.
+bool setLogLevel(llvm::StringRef level);
+/// Enables FUSEC_DEBUG output for the given comma-separated debug types.
+void setDebugOnly(llvm::StringRef commaSeparatedTypes);
+bool isDebugEnabled(llvm::StringRef debugType);
+/// Logs one line `[debugType] message` to stderr.
+void debugLog(llvm::StringRef debugType, const std::string &message);
+void logWarning(const std::string &message);
+
+#define FUSEC_DEBUG(MESSAGE_EXPR)                                              \
+  do {                                                                         \
+    if (::fusec::isDebugEnabled(DEBUG_TYPE))                                   \
+      ::fusec::debugLog(DEBUG_TYPE, (MESSAGE_EXPR));                           \
+  } while (false)
+
+//===----------------------------------------------------------------------===//
+// Statistics
+//===----------------------------------------------------------------------===//
+
+/// A named counter owned by a pass; registered on construction and printed
+/// by `--stats` as `(S) <value> <name> - <description>`.
+class Statistic {
+public:
+  Statistic(const char *debugType, const char *name, const char *description);
+  Statistic &operator++() { ++value; return *this; }
+  Statistic &operator+=(uint64_t amount) { value += amount; return *this; }
+  uint64_t getValue() const { return value; }
+  void reset() { value = 0; }
+  const char *debugType, *name, *description;
+
+private:
+  uint64_t value = 0;
+};
+
+#define FUSEC_STATISTIC(VAR, NAME, DESCRIPTION)                                \
+  static ::fusec::Statistic VAR(DEBUG_TYPE, NAME, DESCRIPTION)
+
+void printStatistics(llvm::raw_ostream &os);
+void printStatisticsJSON(llvm::raw_ostream &os);
+void resetStatistics();
+
+//===----------------------------------------------------------------------===//
+// Reduced-precision floats
+//===----------------------------------------------------------------------===//
+
+uint16_t floatToHalfBits(float value);    // round to nearest even
+float halfBitsToFloat(uint16_t bits);
+uint16_t floatToBFloat16Bits(float value); // round to nearest even
+float bfloat16BitsToFloat(uint16_t bits);
+
+/// Shortest decimal text that reads back to exactly `value` ("inf", "nan",
+/// "-1.5", "1e-05"). When `forceFloatSyntax` is set the text always lexes
+/// as a float ("2.0", not "2").
+std::string formatFloat(double value, bool forceFloatSyntax);
+
+} // namespace fusec
+
+#endif // FUSEC_SUPPORT_SUPPORT_H

@@ -1,0 +1,21 @@
+//===- Passes.h - Factories of every fusec pass ------------------*- C++ -*-===//
+//
+// One factory per pass; each pass lives in its own file in lib/Transforms/
+// and is registered from lib/Transforms/Passes.def.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_TRANSFORMS_PASSES_H
+#define FUSEC_TRANSFORMS_PASSES_H
+
+#include "fusec/Pass/Pass.h"
+
+#include <memory>
+
+namespace fusec {
+
+/// `dce`: dead bindings and functions unreachable from an entry point.
+std::unique_ptr<Pass> createDCEPass();
+
+} // namespace fusec
+
+#endif // FUSEC_TRANSFORMS_PASSES_H

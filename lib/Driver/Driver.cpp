@@ -1,0 +1,298 @@
+//===- Driver.cpp - The fusec command-line driver -------------------------===//
+//
+// `driverMain` reads top to bottom like MLIR's performActions:
+//   1. parse the command line (usage errors exit 2);
+//   2. decide the pipeline: --passes, else -O<n>, else by output kind
+//      (FIR output runs no pass; CUDA/PTX/cubin output runs -O2);
+//   3. read the input and split it on `// -----` with --split-input-file;
+//   4. per chunk: parse and verify, run the pipeline with instrumentation;
+//   5. write the output.
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/Driver/Driver.h"
+#include "fusec/Parser/Parser.h"
+#include "fusec/Pass/Pass.h"
+#include "fusec/Printer/Printer.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/Statistic.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace fusec;
+namespace cl = llvm::cl;
+
+namespace {
+cl::OptionCategory fusecCategory("fusec options");
+
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .fir file, or - for stdin>"),
+                               cl::Required, cl::cat(fusecCategory));
+cl::opt<std::string> outputFile("o", cl::desc("Output file (- for stdout); the kind follows the extension"),
+                                cl::value_desc("file"), cl::init("-"), cl::cat(fusecCategory));
+cl::opt<std::string> emitKind("emit", cl::desc("What to write: fir, cuda, ptx or cubin"),
+                              cl::value_desc("kind"), cl::cat(fusecCategory));
+cl::opt<bool> optO0("O0", cl::desc("Pipeline -O0: one kernel per op, no fusion"), cl::cat(fusecCategory));
+cl::opt<bool> optO1("O1", cl::desc("Pipeline -O1: TVM's fusion decisions"), cl::cat(fusecCategory));
+cl::opt<bool> optO2("O2", cl::desc("Pipeline -O2: library patterns and cost-aware fusion"), cl::cat(fusecCategory));
+cl::opt<std::string> passPipeline("passes", cl::desc("Explicit pass pipeline, e.g. 'dce' (empty: no pass)"),
+                                  cl::value_desc("pipeline"), cl::cat(fusecCategory));
+cl::alias passPipelineAlias("pass-pipeline", cl::desc("Alias for --passes"), cl::aliasopt(passPipeline));
+cl::opt<std::string> arch("arch", cl::desc("CUDA target architecture"), cl::init("sm_90"),
+                          cl::cat(fusecCategory));
+cl::opt<bool> printBeforeAll("print-before-all", cl::desc("Print the IR before every pass"), cl::cat(fusecCategory));
+cl::opt<bool> printAfterAll("print-after-all", cl::desc("Print the IR after every pass"), cl::cat(fusecCategory));
+cl::list<std::string> printBefore("print-before", cl::desc("Print the IR before pass P"), cl::value_desc("P"),
+                                  cl::CommaSeparated, cl::cat(fusecCategory));
+cl::list<std::string> printAfter("print-after", cl::desc("Print the IR after pass P"), cl::value_desc("P"),
+                                 cl::CommaSeparated, cl::cat(fusecCategory));
+cl::opt<bool> printChanged("print-changed", cl::desc("Print the IR after each pass that changed it"),
+                           cl::cat(fusecCategory));
+cl::opt<std::string> dumpDir("dump-dir", cl::desc("Write the IR after each pass to DIR/NN_<pass>.fir"),
+                             cl::value_desc("DIR"), cl::cat(fusecCategory));
+cl::opt<bool> dumpPassPipeline("dump-pass-pipeline", cl::desc("Print the pipeline that will run (to stderr)"),
+                               cl::cat(fusecCategory));
+cl::opt<bool> verifyEach("verify-each", cl::desc("Run the verifier after every pass"), cl::init(true),
+                         cl::cat(fusecCategory));
+cl::opt<bool> verifyRoundTrip("verify-roundtrip", cl::desc("After every pass, check that the IR prints, parses "
+                              "back and prints identically"), cl::Hidden, cl::cat(fusecCategory));
+cl::opt<bool> timePasses("time-passes", cl::desc("Time each pass (llvm::TimerGroup report on stderr)"),
+                         cl::cat(fusecCategory));
+cl::opt<std::string> logLevel("log-level", cl::desc("Log level: trace, debug, info, warn, error, off"),
+                              cl::init("warn"), cl::cat(fusecCategory));
+cl::opt<std::string> debugOnly("debug-only", cl::desc("Debug output of these passes (comma-separated)"),
+                               cl::value_desc("pass,..."), cl::cat(fusecCategory));
+cl::opt<bool> splitInputFile("split-input-file", cl::desc("Process each chunk between '// -----' lines "
+                             "independently"), cl::cat(fusecCategory));
+cl::opt<bool> listPasses("list-passes", cl::desc("List the registered passes and exit"), cl::cat(fusecCategory));
+} // namespace
+
+static int usageError(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "fusec") << message << "\n";
+  return ExitUsageError;
+}
+
+static int inputError(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "fusec") << message << "\n";
+  return ExitInputError;
+}
+
+/// The output kind from --emit or the -o extension; "" after an error.
+static std::string decideEmitKind() {
+  if (!emitKind.empty()) {
+    if (emitKind != "fir" && emitKind != "cuda" && emitKind != "ptx" &&
+        emitKind != "cubin") {
+      usageError("--emit must be fir, cuda, ptx or cubin, not '" + emitKind + "'");
+      return "";
+    }
+    return emitKind;
+  }
+  if (outputFile == "-")
+    return "fir";
+  llvm::StringRef extension = llvm::sys::path::extension(outputFile);
+  if (extension == ".fir")
+    return "fir";
+  if (extension == ".cu")
+    return "cuda";
+  if (extension == ".ptx")
+    return "ptx";
+  if (extension == ".cubin")
+    return "cubin";
+  usageError("cannot tell the output kind of '" + outputFile +
+             "' from its extension; use --emit=fir|cuda|ptx|cubin");
+  return "";
+}
+
+/// The pipeline text to run, and a name for it in messages.
+static bool decidePipeline(const std::string &emit, std::string &text,
+                           std::string &description) {
+  int levels = int(optO0) + int(optO1) + int(optO2);
+  if (levels > 1) {
+    usageError("only one of -O0, -O1 and -O2 may be given");
+    return false;
+  }
+  if (passPipeline.getNumOccurrences()) {
+    if (levels) {
+      usageError("--passes cannot be combined with -O0/-O1/-O2");
+      return false;
+    }
+    text = passPipeline;
+    description = "--passes";
+    return true;
+  }
+  std::string level = optO0 ? "O0" : optO1 ? "O1" : optO2 ? "O2" : "";
+  if (level.empty() && emit != "fir")
+    level = "O2";
+  if (!level.empty()) {
+    text = getNamedPipeline(level);
+    description = "-" + level;
+  }
+  return true;
+}
+
+/// Parses pipeline text; reports errors with a caret under the column.
+static std::unique_ptr<PassManager> buildPipeline(const std::string &text,
+                                                  const std::string &description,
+                                                  int &exitCode) {
+  PipelineError error;
+  auto manager = parsePassPipeline(text, error);
+  if (manager)
+    return manager;
+  bool isNamed = description != "--passes";
+  llvm::SourceMgr sourceMgr;
+  unsigned id = sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(text, description), llvm::SMLoc());
+  const char *start = sourceMgr.getMemoryBuffer(id)->getBufferStart();
+  std::string message = error.message;
+  if (isNamed)
+    message = "pipeline " + description + " cannot run in this build of fusec: " +
+              message + " (the pass is not implemented yet)";
+  sourceMgr.PrintMessage(llvm::errs(),
+                         llvm::SMLoc::getFromPointer(start + error.column),
+                         llvm::SourceMgr::DK_Error, message);
+  exitCode = isNamed ? ExitInputError : ExitUsageError;
+  return nullptr;
+}
+
+/// Splits on lines that are exactly `// -----`, padding each chunk with
+/// newlines so that diagnostics keep the line numbers of the whole file.
+static std::vector<std::string> splitChunks(llvm::StringRef buffer) {
+  std::vector<std::string> chunks;
+  std::string current;
+  unsigned linesBefore = 0, linesInChunk = 0;
+  llvm::SmallVector<llvm::StringRef, 64> lines;
+  buffer.split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    if (line.rtrim() == "// -----") {
+      chunks.push_back(std::string(linesBefore, '\n') + current);
+      linesBefore += linesInChunk + 1;
+      current.clear();
+      linesInChunk = 0;
+      continue;
+    }
+    current += line.str() + "\n";
+    ++linesInChunk;
+  }
+  chunks.push_back(std::string(linesBefore, '\n') + current);
+  return chunks;
+}
+
+static Instrumentation makeInstrumentation() {
+  Instrumentation inst;
+  inst.printBeforeAll = printBeforeAll;
+  inst.printAfterAll = printAfterAll;
+  inst.printChanged = printChanged;
+  inst.printBefore.insert(printBefore.begin(), printBefore.end());
+  inst.printAfter.insert(printAfter.begin(), printAfter.end());
+  inst.dumpDir = dumpDir;
+  inst.verifyEach = verifyEach;
+  inst.verifyRoundTrip = verifyRoundTrip;
+  inst.timePasses = timePasses;
+  return inst;
+}
+
+/// Parses, transforms and prints one chunk. Returns an exit code.
+static int processChunk(const std::string &text, llvm::StringRef bufferName,
+                        const PassManager &pipeline, std::string &output) {
+  llvm::SourceMgr sourceMgr;
+  DiagEngine diag(sourceMgr);
+  unsigned id = sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(text, bufferName), llvm::SMLoc());
+  std::string directory = bufferName == "<stdin>"
+                              ? std::string(".")
+                              : llvm::sys::path::parent_path(bufferName).str();
+  auto module = parseModule(sourceMgr, id, diag, directory.empty() ? "." : directory);
+  if (!module)
+    return ExitInputError;
+  RunResult result = pipeline.run(*module, diag, makeInstrumentation());
+  if (result == RunResult::InputError)
+    return ExitInputError;
+  if (result == RunResult::InternalError)
+    return ExitInternalError;
+  output += printModuleToString(*module);
+  return ExitSuccess;
+}
+
+static void printVersion(llvm::raw_ostream &os) {
+  os << "fusec version 0.1.0 (LLVM Support 14, target sm_90 by default)\n";
+}
+
+int fusec::driverMain(int argc, char **argv) {
+  static std::string passList = "\nPASSES (for --passes):\n";
+  for (const PassInfo &info : getRegisteredPasses())
+    passList += "  " + info.name + " - " + info.summary + "\n";
+  static cl::extrahelp passHelp(passList.c_str());
+  cl::HideUnrelatedOptions(fusecCategory);
+  cl::SetVersionPrinter(printVersion);
+  std::string parseErrors;
+  llvm::raw_string_ostream errorStream(parseErrors);
+  if (!cl::ParseCommandLineOptions(argc, argv, "fusec: operator-fusion compiler for NVIDIA GPUs\n",
+                                   &errorStream)) {
+    llvm::errs() << errorStream.str();
+    return ExitUsageError;
+  }
+  if (!setLogLevel(logLevel))
+    return usageError("--log-level must be trace, debug, info, warn, error or off");
+  if (!debugOnly.empty())
+    setDebugOnly(debugOnly);
+  if (!llvm::StringRef(arch).startswith("sm_") ||
+      !llvm::all_of(llvm::StringRef(arch).drop_front(3), llvm::isDigit) ||
+      arch.size() < 5)
+    return usageError("--arch must look like sm_80 or sm_90, not '" + arch + "'");
+  for (const std::string &name : printBefore)
+    if (!lookupPassInfo(name))
+      return usageError("--print-before: unknown pass '" + name + "'");
+  for (const std::string &name : printAfter)
+    if (!lookupPassInfo(name))
+      return usageError("--print-after: unknown pass '" + name + "'");
+
+  std::string emit = decideEmitKind();
+  if (emit.empty())
+    return ExitUsageError;
+  std::string pipelineText, description;
+  if (!decidePipeline(emit, pipelineText, description))
+    return ExitUsageError;
+  int exitCode = ExitSuccess;
+  auto pipeline = buildPipeline(pipelineText, description, exitCode);
+  if (!pipeline)
+    return exitCode;
+  if (dumpPassPipeline)
+    llvm::errs() << pipeline->str() << "\n";
+  if (emit != "fir")
+    return inputError("--emit=" + emit + " needs the CUDA code generator, which "
+                      "this build of fusec does not have yet; use --emit=fir");
+
+  auto bufferOrError = llvm::MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/true);
+  if (!bufferOrError)
+    return inputError("cannot read '" + inputFile + "': " +
+                      bufferOrError.getError().message());
+  llvm::StringRef bufferName = inputFile == "-" ? "<stdin>" : llvm::StringRef(inputFile);
+  if (llvm::sys::path::extension(inputFile) == ".onnx")
+    return inputError("'" + inputFile + "': ONNX import is not available in "
+                      "this build of fusec yet");
+
+  std::vector<std::string> chunks =
+      splitInputFile ? splitChunks((*bufferOrError)->getBuffer())
+                     : std::vector<std::string>{(*bufferOrError)->getBuffer().str()};
+  std::string output;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    std::string chunkOutput;
+    int chunkCode = processChunk(chunks[i], bufferName, *pipeline, chunkOutput);
+    exitCode = std::max(exitCode, chunkCode);
+    if (i)
+      output += "// -----\n";
+    output += chunkOutput;
+  }
+  std::error_code ec;
+  llvm::ToolOutputFile out(outputFile, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return inputError("cannot write '" + outputFile + "': " + ec.message());
+  out.os() << output;
+  out.keep();
+  if (llvm::AreStatisticsEnabled())
+    printStatistics(llvm::errs());
+  return exitCode;
+}

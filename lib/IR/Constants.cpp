@@ -1,0 +1,276 @@
+//===- Constants.cpp - Tensor contents, random constants, .npy files ------===//
+//
+// TensorData stores contents in the dtype's own bit layout. ConstantData
+// keeps the form a constant was written in (so that it prints back the same)
+// and materializes it on demand. `random<seed = N>` follows spec §9 exactly:
+// element i is u = splitmix64(seed * 2^32 + i), value (u >> 11) * 2^-52 - 1.
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/IR/IR.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace fusec;
+
+TensorData::TensorData(DType dtype, std::vector<int64_t> shape)
+    : dtype(dtype), shape(std::move(shape)) {
+  numElements = 1;
+  for (int64_t dim : this->shape)
+    numElements *= dim;
+  bytes.assign(static_cast<size_t>(numElements) * dtypeBytes(dtype), 0);
+}
+
+double TensorData::get(int64_t index) const {
+  const uint8_t *p = bytes.data() + index * dtypeBytes(dtype);
+  switch (dtype) {
+  case DType::f32: {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case DType::f16:
+  case DType::bf16: {
+    uint16_t bits;
+    std::memcpy(&bits, p, 2);
+    return dtype == DType::f16 ? halfBitsToFloat(bits)
+                               : bfloat16BitsToFloat(bits);
+  }
+  case DType::i8:
+    return static_cast<int8_t>(*p);
+  case DType::i32: {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case DType::i64: {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return static_cast<double>(v);
+  }
+  case DType::boolean:
+    return *p ? 1 : 0;
+  }
+  return 0;
+}
+
+void TensorData::set(int64_t index, double value) {
+  uint8_t *p = bytes.data() + index * dtypeBytes(dtype);
+  switch (dtype) {
+  case DType::f32: {
+    float v = static_cast<float>(value);
+    std::memcpy(p, &v, 4);
+    return;
+  }
+  case DType::f16:
+  case DType::bf16: {
+    float v = static_cast<float>(value);
+    uint16_t bits = dtype == DType::f16 ? floatToHalfBits(v)
+                                        : floatToBFloat16Bits(v);
+    std::memcpy(p, &bits, 2);
+    return;
+  }
+  case DType::i8:
+    *p = static_cast<uint8_t>(static_cast<int8_t>(value));
+    return;
+  case DType::i32: {
+    int32_t v = static_cast<int32_t>(value);
+    std::memcpy(p, &v, 4);
+    return;
+  }
+  case DType::i64: {
+    int64_t v = static_cast<int64_t>(value);
+    std::memcpy(p, &v, 8);
+    return;
+  }
+  case DType::boolean:
+    *p = value != 0;
+    return;
+  }
+}
+
+bool TensorData::operator==(const TensorData &other) const {
+  return dtype == other.dtype && shape == other.shape && bytes == other.bytes;
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantData
+//===----------------------------------------------------------------------===//
+
+static uint64_t splitmix64(uint64_t state) {
+  uint64_t z = state + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+double fusec::randomConstantElement(uint64_t seed, int64_t index,
+                                    DType dtype) {
+  uint64_t u = splitmix64((seed << 32) + static_cast<uint64_t>(index));
+  if (isFloatDType(dtype))
+    return static_cast<double>(u >> 11) * std::ldexp(1.0, -52) - 1.0;
+  return static_cast<double>(static_cast<int64_t>(u % 256) - 128);
+}
+
+static void flattenDense(const Attr &value, std::vector<double> &out) {
+  if (value.kind == Attr::List) {
+    for (const Attr &item : value.list)
+      flattenDense(item, out);
+    return;
+  }
+  out.push_back(value.kind == Attr::Bool ? (value.boolValue ? 1 : 0)
+                                         : value.asDouble());
+}
+
+TensorData ConstantData::materialize(const Type &type) const {
+  std::vector<int64_t> shape;
+  for (const Dim &dim : type.getShape())
+    shape.push_back(dim.size);
+  TensorData data(type.getDType(), shape);
+  int64_t count = data.getNumElements();
+  switch (form) {
+  case Scalar:
+  case Splat: {
+    std::vector<double> flat;
+    flattenDense(values.front(), flat);
+    for (int64_t i = 0; i < count; ++i)
+      data.set(i, flat.front());
+    break;
+  }
+  case Dense: {
+    std::vector<double> flat;
+    for (const Attr &value : values)
+      flattenDense(value, flat);
+    for (int64_t i = 0; i < count && i < int64_t(flat.size()); ++i)
+      data.set(i, flat[i]);
+    break;
+  }
+  case Random:
+    for (int64_t i = 0; i < count; ++i)
+      data.set(i, randomConstantElement(seed, i, type.getDType()));
+    break;
+  case File:
+    if (fileContents && fileContents->getNumElements() == count)
+      for (int64_t i = 0; i < count; ++i)
+        data.set(i, fileContents->get(i));
+    break;
+  }
+  return data;
+}
+
+//===----------------------------------------------------------------------===//
+// NumPy .npy reader
+//===----------------------------------------------------------------------===//
+
+/// Extracts the value text of `'key': value` from an .npy header dict.
+static std::optional<std::string> npyHeaderField(llvm::StringRef header,
+                                                 llvm::StringRef key) {
+  size_t pos = header.find(("'" + key + "'").str());
+  if (pos == llvm::StringRef::npos)
+    return std::nullopt;
+  llvm::StringRef rest = header.drop_front(pos + key.size() + 2).ltrim();
+  if (!rest.consume_front(":"))
+    return std::nullopt;
+  rest = rest.ltrim();
+  if (rest.startswith("(")) {
+    size_t close = rest.find(')');
+    if (close == llvm::StringRef::npos)
+      return std::nullopt;
+    return rest.substr(0, close + 1).str();
+  }
+  size_t end = rest.find_first_of(",}");
+  return rest.substr(0, end).trim().str();
+}
+
+std::shared_ptr<TensorData> fusec::readNpyFile(llvm::StringRef path,
+                                               std::string &error) {
+  auto bufferOrError = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!bufferOrError) {
+    error = "cannot read '" + path.str() +
+            "': " + bufferOrError.getError().message();
+    return nullptr;
+  }
+  llvm::StringRef bytes = (*bufferOrError)->getBuffer();
+  if (bytes.size() < 10 || !bytes.startswith("\x93NUMPY")) {
+    error = "'" + path.str() + "' is not a NumPy .npy file (bad magic)";
+    return nullptr;
+  }
+  unsigned major = static_cast<uint8_t>(bytes[6]);
+  size_t headerLength, headerStart;
+  if (major == 1) {
+    headerLength = uint8_t(bytes[8]) | (uint8_t(bytes[9]) << 8);
+    headerStart = 10;
+  } else if ((major == 2 || major == 3) && bytes.size() >= 12) {
+    headerLength = uint8_t(bytes[8]) | (uint8_t(bytes[9]) << 8) |
+                   (size_t(uint8_t(bytes[10])) << 16) |
+                   (size_t(uint8_t(bytes[11])) << 24);
+    headerStart = 12;
+  } else {
+    error = "'" + path.str() + "' has an unsupported .npy version";
+    return nullptr;
+  }
+  if (headerStart + headerLength > bytes.size()) {
+    error = "'" + path.str() + "' has a truncated .npy header";
+    return nullptr;
+  }
+  llvm::StringRef header = bytes.substr(headerStart, headerLength);
+  auto descr = npyHeaderField(header, "descr");
+  auto fortranOrder = npyHeaderField(header, "fortran_order");
+  auto shapeText = npyHeaderField(header, "shape");
+  if (!descr || !fortranOrder || !shapeText) {
+    error = "'" + path.str() + "' has a malformed .npy header";
+    return nullptr;
+  }
+  if (*fortranOrder != "False") {
+    error = "'" + path.str() + "' is in Fortran order; only C order is read";
+    return nullptr;
+  }
+  static const std::pair<const char *, DType> descrs[] = {
+      {"'<f4'", DType::f32}, {"'<f2'", DType::f16}, {"'|i1'", DType::i8},
+      {"'<i1'", DType::i8},  {"'<i4'", DType::i32}, {"'<i8'", DType::i64},
+      {"'|b1'", DType::boolean}};
+  std::optional<DType> dtype;
+  for (const auto &[text, value] : descrs)
+    if (*descr == text)
+      dtype = value;
+  if (!dtype) {
+    error = "'" + path.str() + "' has unsupported element type " + *descr;
+    return nullptr;
+  }
+  std::vector<int64_t> shape;
+  llvm::StringRef dims = llvm::StringRef(*shapeText).trim("() ");
+  llvm::SmallVector<llvm::StringRef, 4> parts;
+  dims.split(parts, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef part : parts) {
+    part = part.trim();
+    if (part.empty())
+      continue;
+    int64_t dim;
+    if (part.getAsInteger(10, dim) || dim < 0 || dim > kMaxDimSize) {
+      error = "'" + path.str() + "' has a malformed shape " + *shapeText;
+      return nullptr;
+    }
+    shape.push_back(dim);
+  }
+  size_t dataStart = headerStart + headerLength;
+  uint64_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim != 0 && count > (bytes.size() + 1) / uint64_t(dim)) {
+      error = "'" + path.str() + "' is shorter than its shape " + *shapeText;
+      return nullptr;
+    }
+    count *= uint64_t(dim);
+  }
+  size_t payload = count * dtypeBytes(*dtype);
+  if (bytes.size() - dataStart != payload) {
+    error = "'" + path.str() + "' holds " +
+            std::to_string(bytes.size() - dataStart) + " data bytes, expected " +
+            std::to_string(payload);
+    return nullptr;
+  }
+  auto data = std::make_shared<TensorData>(*dtype, shape);
+  std::memcpy(data->data(), bytes.data() + dataStart, payload);
+  return data;
+}

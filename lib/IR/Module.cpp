@@ -1,0 +1,68 @@
+//===- Module.cpp - Bindings, functions and modules -----------------------===//
+//
+// Small structural helpers over the graph-level IR.
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/IR/IR.h"
+
+using namespace fusec;
+
+std::string Binding::headName() const {
+  switch (kind) {
+  case ExprKind::Op:
+    return callee;
+  case ExprKind::Constant:
+    return "constant";
+  case ExprKind::Call:
+    return "call @" + callee;
+  case ExprKind::CallKernel:
+    return "call_kernel @" + callee;
+  case ExprKind::CallExtern:
+    return "call_extern \"" + callee + "\"";
+  case ExprKind::Tuple:
+    return "tuple";
+  case ExprKind::Get:
+    return "get";
+  case ExprKind::Alias:
+    return "alias";
+  }
+  return "";
+}
+
+bool Function::isGroupedFunction() const {
+  auto isSet = [&](llvm::StringRef name) {
+    const Attr *attr = attrs.get(name);
+    return attr && !(attr->kind == Attr::Bool && !attr->boolValue);
+  };
+  return isSet("primitive") || isSet("composite") || isSet("codegen");
+}
+
+void Function::forEachBinding(const std::function<void(Binding &)> &fn) {
+  for (BodyItem &item : body) {
+    if (item.binding) {
+      fn(*item.binding);
+      continue;
+    }
+    for (auto &binding : item.block->bindings)
+      fn(*binding);
+  }
+}
+
+void Function::forEachBinding(
+    const std::function<void(const Binding &)> &fn) const {
+  for (const BodyItem &item : body) {
+    if (item.binding) {
+      fn(*item.binding);
+      continue;
+    }
+    for (const auto &binding : item.block->bindings)
+      fn(*binding);
+  }
+}
+
+Function *Module::lookupFunction(llvm::StringRef name) const {
+  for (const auto &function : functions)
+    if (function->name == name)
+      return function.get();
+  return nullptr;
+}

@@ -1,0 +1,331 @@
+//===- OpRegistry.cpp - Operator lookup and generic inference checks ------===//
+//
+// The registry is filled once from the per-class files. `inferOpType` does
+// the checks every op shares, in this order, so that messages are uniform:
+//   1. operand count;
+//   2. literal operands only where allowed, each given the dtype of the
+//      op's tensor operands and checked to fit it;
+//   3. attributes: unknown names, schema (int / list / dtype ...), required;
+// and then calls the op's own `infer` for dtype and shape rules.
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/IR/Ops.h"
+
+#include "llvm/ADT/StringMap.h"
+
+using namespace fusec;
+
+namespace {
+struct Registry {
+  std::vector<const OpInfo *> ops;
+  llvm::StringMap<const OpInfo *> byName;
+  Registry() {
+    registerElementwiseOps(ops);
+    registerInjectiveOps(ops);
+    registerReductionOps(ops);
+    registerComplexOps(ops);
+    for (const OpInfo *op : ops)
+      byName[op->name] = op;
+  }
+};
+} // namespace
+
+static const Registry &registry() {
+  static Registry instance;
+  return instance;
+}
+
+const OpInfo *fusec::lookupOp(llvm::StringRef name) {
+  auto it = registry().byName.find(name);
+  return it == registry().byName.end() ? nullptr : it->second;
+}
+
+llvm::ArrayRef<const OpInfo *> fusec::allOps() { return registry().ops; }
+
+std::string fusec::suggestOpName(llvm::StringRef name) {
+  std::string best;
+  unsigned bestDistance = 3; // suggest only close names
+  for (const OpInfo *op : registry().ops) {
+    llvm::StringRef candidate = op->name;
+    unsigned distance = name.edit_distance(candidate, true, bestDistance);
+    // `relu` should find `nn.relu`.
+    if (candidate.startswith("nn.") && candidate.drop_front(3) == name)
+      distance = 1;
+    if (distance < bestDistance) {
+      bestDistance = distance;
+      best = candidate.str();
+    }
+  }
+  return best;
+}
+
+//===----------------------------------------------------------------------===//
+// InferContext
+//===----------------------------------------------------------------------===//
+
+std::nullopt_t InferContext::error(const llvm::Twine &message) const {
+  diag.error(binding.calleeLoc, message);
+  return std::nullopt;
+}
+
+std::nullopt_t InferContext::errorAtOperand(size_t i,
+                                            const llvm::Twine &message) const {
+  llvm::SMLoc loc = i < binding.operands.size() ? binding.operands[i].loc
+                                                : llvm::SMLoc();
+  diag.error(loc.isValid() ? loc : binding.calleeLoc, message);
+  return std::nullopt;
+}
+
+std::nullopt_t InferContext::errorAtAttr(llvm::StringRef name,
+                                         const llvm::Twine &message) const {
+  const Attr *value = binding.attrs.get(name);
+  llvm::SMLoc loc = value && value->loc.isValid() ? value->loc : binding.calleeLoc;
+  diag.error(loc, message);
+  return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>>
+InferContext::axes(llvm::StringRef name, int64_t rank,
+                   std::vector<int64_t> defaults) const {
+  std::vector<int64_t> raw = defaults;
+  if (const Attr *value = attr(name)) {
+    raw.clear();
+    if (value->kind == Attr::Int)
+      raw.push_back(value->intValue);
+    for (const Attr &item : value->list)
+      raw.push_back(item.intValue);
+  }
+  std::vector<int64_t> result;
+  for (int64_t axis : raw) {
+    if (axis < -rank || axis >= rank) {
+      errorAtAttr(name, "axis " + std::to_string(axis) + " is out of range for "
+                        "rank " + std::to_string(rank) + " (valid: [" +
+                        std::to_string(-rank) + ", " + std::to_string(rank) + "))");
+      return std::nullopt;
+    }
+    int64_t normalized = axis < 0 ? axis + rank : axis;
+    if (std::find(result.begin(), result.end(), normalized) != result.end()) {
+      errorAtAttr(name, "axis " + std::to_string(normalized) + " is repeated");
+      return std::nullopt;
+    }
+    result.push_back(normalized);
+  }
+  return result;
+}
+
+std::optional<int64_t> InferContext::intAttr(llvm::StringRef name,
+                                             int64_t defaultValue) const {
+  const Attr *value = attr(name);
+  return value ? value->intValue : defaultValue;
+}
+
+std::vector<int64_t> InferContext::intList(llvm::StringRef name,
+                                           size_t expectedSize,
+                                           std::vector<int64_t> defaults) const {
+  const Attr *value = attr(name);
+  if (!value)
+    return defaults;
+  if (value->kind == Attr::Int)
+    return std::vector<int64_t>(expectedSize, value->intValue);
+  std::vector<int64_t> result;
+  for (const Attr &item : value->list)
+    result.push_back(item.intValue);
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Generic checks
+//===----------------------------------------------------------------------===//
+
+static bool isIntList(const Attr &value) {
+  if (value.kind != Attr::List)
+    return false;
+  for (const Attr &item : value.list)
+    if (item.kind != Attr::Int)
+      return false;
+  return true;
+}
+
+/// Describes what `schema` accepts, for messages; empty if `value` fits.
+static std::string checkSchema(const Attr &value, AttrSchema schema) {
+  switch (schema) {
+  case AttrSchema::Int:
+    return value.kind == Attr::Int ? "" : "an integer";
+  case AttrSchema::Float:
+    return value.isNumber() ? "" : "a number";
+  case AttrSchema::Bool:
+    return value.kind == Attr::Bool ? "" : "'true' or 'false'";
+  case AttrSchema::DTypeName:
+    return value.kind == Attr::String && parseDType(value.text)
+               ? ""
+               : "a dtype string such as \"f16\"";
+  case AttrSchema::Axes:
+  case AttrSchema::IntOrList:
+    return value.kind == Attr::Int || isIntList(value)
+               ? ""
+               : "an integer or a list of integers";
+  case AttrSchema::IntList:
+    return isIntList(value) ? "" : "a list of integers";
+  case AttrSchema::ShapeList:
+    if (value.kind == Attr::List) {
+      bool ok = true;
+      for (const Attr &item : value.list)
+        ok &= item.kind == Attr::Int || item.kind == Attr::Ident;
+      if (ok)
+        return "";
+    }
+    return "a list of sizes and dim names such as [n, -1, 4]";
+  }
+  return "";
+}
+
+void fusec::normalizeOpAttrs(Binding &binding) {
+  const OpInfo *info = lookupOp(binding.callee);
+  if (binding.kind != ExprKind::Op || !info)
+    return;
+  for (const AttrSpec &spec : info->attrs) {
+    Attr *value = binding.attrs.get(spec.name);
+    if (!value || spec.schema != AttrSchema::Axes || value->kind != Attr::Int)
+      continue;
+    Attr list = Attr::makeList({*value});
+    list.loc = value->loc;
+    *value = list;
+  }
+}
+
+std::optional<Type> fusec::inferOpType(const Binding &binding,
+                                       DiagEngine &diag) {
+  const OpInfo *info = lookupOp(binding.callee);
+  if (!info) {
+    diag.error(binding.calleeLoc, "unknown operator '" + binding.callee + "'");
+    return std::nullopt;
+  }
+  int count = static_cast<int>(binding.operands.size());
+  if (count < info->minOperands ||
+      (info->maxOperands >= 0 && count > info->maxOperands)) {
+    std::string expected =
+        info->maxOperands < 0
+            ? "at least " + std::to_string(info->minOperands)
+            : info->minOperands == info->maxOperands
+                  ? std::to_string(info->minOperands)
+                  : std::to_string(info->minOperands) + " to " +
+                        std::to_string(info->maxOperands);
+    diag.error(binding.calleeLoc, "'" + binding.callee + "' takes " + expected +
+                                      " operand(s), but " +
+                                      std::to_string(count) + " were given");
+    return std::nullopt;
+  }
+
+  // Tensor operands first; literals then take their dtype.
+  std::vector<Type> types(binding.operands.size());
+  std::optional<DType> valueDType;
+  for (size_t i = 0; i < binding.operands.size(); ++i) {
+    const Operand &operand = binding.operands[i];
+    if (operand.isLiteral()) {
+      if (!info->allowsLiterals) {
+        diag.error(operand.loc, "'" + binding.callee +
+                                    "' does not accept literal operands; bind "
+                                    "a 'constant' instead");
+        return std::nullopt;
+      }
+      continue;
+    }
+    types[i] = operand.value->type;
+    if (!types[i].isTensor()) {
+      diag.error(operand.loc, "operand " + std::to_string(i) + " of '" +
+                                  binding.callee + "' is the tuple " +
+                                  types[i].str() + "; extract a field with 'get'");
+      return std::nullopt;
+    }
+    // `where`'s condition does not decide the dtype of its branches.
+    bool isCondition = info->opClass == OpClass::Ternary && i == 0;
+    if (!isCondition && !valueDType)
+      valueDType = types[i].getDType();
+  }
+  for (size_t i = 0; i < binding.operands.size(); ++i) {
+    const Operand &operand = binding.operands[i];
+    if (!operand.isLiteral())
+      continue;
+    bool isCondition = info->opClass == OpClass::Ternary && i == 0;
+    std::optional<DType> dtype = isCondition ? DType::boolean : valueDType;
+    if (!dtype) {
+      diag.error(operand.loc, "cannot infer the dtype of this literal: '" +
+                                  binding.callee +
+                                  "' needs at least one tensor operand");
+      return std::nullopt;
+    }
+    std::string problem = checkLiteralForDType(operand.literal, *dtype);
+    if (!problem.empty()) {
+      diag.error(operand.loc, problem);
+      return std::nullopt;
+    }
+    types[i] = Type::tensor(*dtype, {});
+  }
+
+  for (const Attrs::Entry &entry : binding.attrs.getEntries()) {
+    const AttrSpec *spec = nullptr;
+    for (const AttrSpec &candidate : info->attrs)
+      if (entry.name == candidate.name)
+        spec = &candidate;
+    llvm::SMLoc loc = entry.loc.isValid() ? entry.loc : binding.calleeLoc;
+    if (!spec) {
+      std::string known;
+      for (const AttrSpec &candidate : info->attrs)
+        known += (known.empty() ? "" : ", ") + std::string(candidate.name);
+      diag.error(loc, "unknown attribute '" + entry.name + "' for '" +
+                          binding.callee + "'" +
+                          (known.empty() ? "; it takes none"
+                                         : "; it takes: " + known));
+      return std::nullopt;
+    }
+    std::string expected = checkSchema(entry.value, spec->schema);
+    if (!expected.empty()) {
+      diag.error(entry.value.loc.isValid() ? entry.value.loc : loc,
+                 "attribute '" + entry.name + "' of '" + binding.callee +
+                     "' must be " + expected + ", got " + entry.value.str());
+      return std::nullopt;
+    }
+  }
+  for (const AttrSpec &spec : info->attrs) {
+    if (spec.required && !binding.attrs.get(spec.name)) {
+      diag.error(binding.calleeLoc, "'" + binding.callee +
+                                        "' requires attribute '" + spec.name +
+                                        "'");
+      return std::nullopt;
+    }
+  }
+  InferContext context(binding, std::move(types), diag);
+  return info->infer(context);
+}
+
+//===----------------------------------------------------------------------===//
+// Broadcasting
+//===----------------------------------------------------------------------===//
+
+std::optional<Shape> fusec::broadcastShapes(const Shape &a, const Shape &b,
+                                            std::string &error) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    // Align from the right, as NumPy does.
+    const Dim *x = i < rank - a.size() ? nullptr : &a[i - (rank - a.size())];
+    const Dim *y = i < rank - b.size() ? nullptr : &b[i - (rank - b.size())];
+    if (!x || !y) {
+      result[i] = x ? *x : *y;
+      continue;
+    }
+    if (*x == *y || (y->isStatic() && y->size == 1)) {
+      result[i] = *x;
+    } else if (x->isStatic() && x->size == 1) {
+      result[i] = *y;
+    } else {
+      error = "dimension " + std::to_string(i) + " is " + x->str() + " vs " +
+              y->str();
+      if (x->isSymbolic() || y->isSymbolic())
+        error += " (symbolic dims must be provably equal; a symbolic dim is "
+                 "never assumed to be 1)";
+      return std::nullopt;
+    }
+  }
+  return result;
+}

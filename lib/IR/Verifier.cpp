@@ -1,0 +1,401 @@
+//===- Verifier.cpp - Type inference and the structural verifier ----------===//
+//
+// One checker serves two callers:
+//   - `inferTypes` (after parsing): computes every binding's type, checks it
+//     against a written `: TYPE`, and stores it;
+//   - `verifyModule` (after parsing and after every pass): re-derives every
+//     type and requires it to equal the stored one, and re-checks what the
+//     parser guaranteed by construction but a pass could break: operands
+//     defined before use and in scope, unique names, dataflow outputs
+//     defined in their block.
+// Both check calls (arity, argument types, symbolic dims bound
+// consistently), return types, that every symbolic dim is bound by a
+// parameter, and that the call graph has no cycle.
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/IR/IR.h"
+#include "fusec/IR/Ops.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <map>
+
+using namespace fusec;
+
+namespace {
+
+class Checker {
+public:
+  enum Mode { Infer, Verify };
+  Checker(const Module &module, DiagEngine &diag, Mode mode,
+          llvm::StringRef context)
+      : module(module), diag(diag), mode(mode), context(context.str()) {}
+
+  bool checkFunction(Function &function);
+  bool checkCallGraph();
+
+private:
+  bool error(llvm::SMLoc loc, const llvm::Twine &message);
+  std::optional<Type> inferBinding(const Binding &binding);
+  std::optional<Type> inferCall(const Binding &binding);
+  bool checkStructure(const Function &function);
+  bool checkSymbols(const Function &function);
+  bool checkReturn(const Function &function);
+
+  const Module &module;
+  DiagEngine &diag;
+  Mode mode;
+  std::string context;
+  const Function *currentFunction = nullptr;
+};
+
+} // namespace
+
+bool Checker::error(llvm::SMLoc loc, const llvm::Twine &message) {
+  if (mode == Verify && !context.empty()) {
+    std::string where = currentFunction ? " in '@" + currentFunction->name + "'" : "";
+    diag.error(loc, "IR verification failed " + context + where + ": " + message);
+  } else {
+    diag.error(loc, message);
+  }
+  return false;
+}
+
+/// Binds the symbolic dims of `param` to the dims of `arg`.
+static bool bindSymbols(const Type &param, const Type &arg,
+                        std::map<std::string, Dim> &symbols,
+                        std::string &problem) {
+  if (param.isTuple() != arg.isTuple() ||
+      (param.isTuple() && param.getFields().size() != arg.getFields().size())) {
+    problem = "expects " + param.str() + ", got " + arg.str();
+    return false;
+  }
+  if (param.isTuple()) {
+    for (size_t i = 0; i < param.getFields().size(); ++i)
+      if (!bindSymbols(param.getFields()[i], arg.getFields()[i], symbols, problem))
+        return false;
+    return true;
+  }
+  if (param.getDType() != arg.getDType() || param.getRank() != arg.getRank()) {
+    problem = "expects " + param.str() + ", got " + arg.str();
+    return false;
+  }
+  for (int64_t i = 0; i < param.getRank(); ++i) {
+    const Dim &want = param.getShape()[i], &have = arg.getShape()[i];
+    if (want.isStatic()) {
+      if (want != have) {
+        problem = "expects " + param.str() + ", got " + arg.str();
+        return false;
+      }
+      continue;
+    }
+    auto [it, inserted] = symbols.emplace(want.symbol, have);
+    if (!inserted && it->second != have) {
+      problem = "binds '" + want.symbol + "' to " + have.str() +
+                ", but an earlier argument bound it to " + it->second.str();
+      return false;
+    }
+  }
+  return true;
+}
+
+static Type substituteSymbols(const Type &type,
+                              const std::map<std::string, Dim> &symbols) {
+  if (type.isTuple()) {
+    std::vector<Type> fields;
+    for (const Type &field : type.getFields())
+      fields.push_back(substituteSymbols(field, symbols));
+    return Type::tuple(fields);
+  }
+  Shape shape = type.getShape();
+  for (Dim &dim : shape) {
+    auto it = dim.isSymbolic() ? symbols.find(dim.symbol) : symbols.end();
+    if (it != symbols.end())
+      dim = it->second;
+  }
+  return Type::tensor(type.getDType(), shape);
+}
+
+std::optional<Type> Checker::inferCall(const Binding &binding) {
+  const Function *callee = module.lookupFunction(binding.callee);
+  if (!callee)
+    return error(binding.calleeLoc,
+                 "call to undefined function '@" + binding.callee + "'"),
+           std::nullopt;
+  if (callee->params.size() != binding.operands.size())
+    return error(binding.calleeLoc,
+                 "'@" + binding.callee + "' takes " +
+                     std::to_string(callee->params.size()) +
+                     " argument(s), but " +
+                     std::to_string(binding.operands.size()) + " were given"),
+           std::nullopt;
+  std::map<std::string, Dim> symbols;
+  for (size_t i = 0; i < binding.operands.size(); ++i) {
+    std::string problem;
+    if (!bindSymbols(callee->params[i]->type, binding.operands[i].value->type,
+                     symbols, problem))
+      return error(binding.operands[i].loc,
+                   "argument " + std::to_string(i) + " of call '@" +
+                       binding.callee + "': parameter '%" +
+                       callee->params[i]->name + "' " + problem),
+             std::nullopt;
+  }
+  return substituteSymbols(callee->returnType, symbols);
+}
+
+std::optional<Type> Checker::inferBinding(const Binding &binding) {
+  bool needsValues = binding.kind != ExprKind::Op &&
+                     binding.kind != ExprKind::Constant;
+  for (const Operand &operand : binding.operands)
+    if (needsValues && operand.isLiteral())
+      return error(operand.loc, "'" + binding.headName() +
+                                    "' does not accept literal operands; bind "
+                                    "a 'constant' instead"),
+             std::nullopt;
+  // Types the source (or, when verifying, the IR) states for forms that
+  // nothing can infer.
+  const std::optional<Type> &declared =
+      mode == Infer ? binding.writtenType
+                    : std::optional<Type>(binding.result->type);
+  switch (binding.kind) {
+  case ExprKind::Op:
+    return inferOpType(binding, diag);
+  case ExprKind::Constant:
+  case ExprKind::CallExtern:
+    if (!declared)
+      return error(binding.loc, "'" + binding.headName() +
+                                    "' needs its result type written as ': TYPE'"),
+             std::nullopt;
+    return declared;
+  case ExprKind::Call:
+    return inferCall(binding);
+  case ExprKind::CallKernel:
+    return error(binding.calleeLoc,
+                 "call_kernel refers to unknown kernel '@" + binding.callee + "'"),
+           std::nullopt;
+  case ExprKind::Tuple: {
+    std::vector<Type> fields;
+    for (const Operand &operand : binding.operands)
+      fields.push_back(operand.value->type);
+    return Type::tuple(fields);
+  }
+  case ExprKind::Get: {
+    const Type &tuple = binding.operands.front().value->type;
+    if (!tuple.isTuple())
+      return error(binding.operands.front().loc,
+                   "'get' needs a tuple, got " + tuple.str()),
+             std::nullopt;
+    if (binding.tupleIndex >= int64_t(tuple.getFields().size()))
+      return error(binding.loc, "tuple index " +
+                                    std::to_string(binding.tupleIndex) +
+                                    " is out of range for " + tuple.str()),
+             std::nullopt;
+    return tuple.getFields()[binding.tupleIndex];
+  }
+  case ExprKind::Alias:
+    return binding.operands.front().value->type;
+  }
+  return std::nullopt;
+}
+
+/// Scoping and SSA, as the parser builds them; a pass may have broken them.
+bool Checker::checkStructure(const Function &function) {
+  llvm::DenseSet<const Value *> visible;
+  llvm::StringSet<> names;
+  for (const auto &param : function.params) {
+    if (!names.insert(param->name).second)
+      return error(param->loc, "redefinition of value '%" + param->name + "'");
+    visible.insert(param.get());
+  }
+  auto checkBinding = [&](const Binding &binding) {
+    if (!binding.result || binding.result->definingBinding != &binding)
+      return error(binding.loc, "binding has no result value");
+    for (const Operand &operand : binding.operands)
+      if (!operand.isLiteral() && !visible.count(operand.value))
+        return error(operand.loc, "'%" + operand.value->name +
+                                      "' is used before its definition or "
+                                      "out of its scope by '%" +
+                                      binding.result->name + "'");
+    if (!names.insert(binding.result->name).second)
+      return error(binding.result->loc,
+                   "redefinition of value '%" + binding.result->name + "'");
+    visible.insert(binding.result.get());
+    return true;
+  };
+  for (const BodyItem &item : function.body) {
+    if (item.binding) {
+      if (!checkBinding(*item.binding))
+        return false;
+      continue;
+    }
+    llvm::DenseSet<const Value *> blockValues;
+    for (const auto &binding : item.block->bindings) {
+      if (!checkBinding(*binding))
+        return false;
+      blockValues.insert(binding->getResult());
+    }
+    for (const Value *output : item.block->outputs)
+      if (!blockValues.count(output))
+        return error(item.block->loc, "dataflow output '%" + output->name +
+                                          "' is not defined in its block");
+    for (const Value *value : blockValues)
+      if (std::find(item.block->outputs.begin(), item.block->outputs.end(),
+                    value) == item.block->outputs.end())
+        visible.erase(value);
+  }
+  if (function.returnValues.empty() && !function.returnsTuple)
+    return error(function.loc, "function '@" + function.name + "' has no return");
+  for (const Operand &operand : function.returnValues)
+    if (operand.isLiteral() || !visible.count(operand.value))
+      return error(operand.loc, "returned value is not defined in the "
+                                "function's scope");
+  return true;
+}
+
+static void collectSymbols(const Type &type, std::vector<std::string> &out) {
+  if (type.isTuple()) {
+    for (const Type &field : type.getFields())
+      collectSymbols(field, out);
+    return;
+  }
+  for (const Dim &dim : type.getShape())
+    if (dim.isSymbolic())
+      out.push_back(dim.symbol);
+}
+
+bool Checker::checkSymbols(const Function &function) {
+  std::vector<std::string> bound;
+  for (const auto &param : function.params)
+    collectSymbols(param->type, bound);
+  llvm::StringSet<> boundSet;
+  for (const std::string &symbol : bound)
+    boundSet.insert(symbol);
+  auto checkType = [&](const Type &type, llvm::SMLoc loc) {
+    std::vector<std::string> used;
+    collectSymbols(type, used);
+    for (const std::string &symbol : used)
+      if (!boundSet.count(symbol))
+        return error(loc, "symbolic dim '" + symbol +
+                              "' is not bound by any parameter of '@" +
+                              function.name + "'");
+    return true;
+  };
+  if (!checkType(function.returnType, function.returnTypeLoc))
+    return false;
+  bool ok = true;
+  function.forEachBinding([&](const Binding &binding) {
+    if (ok)
+      ok = checkType(binding.getType(),
+                     binding.typeLoc.isValid() ? binding.typeLoc : binding.loc);
+  });
+  return ok;
+}
+
+bool Checker::checkReturn(const Function &function) {
+  Type returned;
+  if (function.returnsTuple) {
+    std::vector<Type> fields;
+    for (const Operand &operand : function.returnValues)
+      fields.push_back(operand.value->type);
+    returned = Type::tuple(fields);
+  } else {
+    returned = function.returnValues.front().value->type;
+  }
+  if (returned != function.returnType)
+    return error(function.returnLoc,
+                 "'@" + function.name + "' declares return type " +
+                     function.returnType.str() + " but returns " +
+                     returned.str());
+  return true;
+}
+
+bool Checker::checkFunction(Function &function) {
+  currentFunction = &function;
+  if (mode == Verify && !checkStructure(function))
+    return false;
+  bool ok = true;
+  function.forEachBinding([&](Binding &binding) {
+    if (!ok)
+      return;
+    if (mode == Infer && binding.kind == ExprKind::Op)
+      normalizeOpAttrs(binding);
+    std::optional<Type> inferred = inferBinding(binding);
+    if (!inferred) {
+      ok = false;
+      return;
+    }
+    if (mode == Infer) {
+      if (binding.writtenType && *binding.writtenType != *inferred) {
+        ok = error(binding.typeLoc, "type mismatch: '" + binding.headName() +
+                                        "' produces " + inferred->str() +
+                                        ", but the binding is written " +
+                                        binding.writtenType->str());
+        return;
+      }
+      binding.result->type = *inferred;
+    } else if (binding.getType() != *inferred) {
+      ok = error(binding.loc, "'%" + binding.result->name + "' has type " +
+                                  binding.getType().str() + ", but '" +
+                                  binding.headName() + "' produces " +
+                                  inferred->str());
+    }
+  });
+  return ok && checkReturn(function) && checkSymbols(function);
+}
+
+bool Checker::checkCallGraph() {
+  // Depth-first search with an explicit path, reporting the first cycle.
+  enum State { Unvisited, OnPath, Done };
+  llvm::DenseMap<const Function *, State> state;
+  std::vector<std::string> path;
+  std::function<bool(const Function &)> visit = [&](const Function &function) {
+    state[&function] = OnPath;
+    path.push_back("@" + function.name);
+    bool ok = true;
+    function.forEachBinding([&](const Binding &binding) {
+      if (!ok || binding.kind != ExprKind::Call)
+        return;
+      const Function *callee = module.lookupFunction(binding.callee);
+      if (!callee)
+        return;
+      if (state[callee] == OnPath) {
+        std::string cycle;
+        for (const std::string &name : path)
+          cycle += name + " -> ";
+        ok = error(binding.calleeLoc, "recursive call (" + cycle + "@" +
+                                          callee->name +
+                                          "); FIR has no control flow to end it");
+        return;
+      }
+      if (state[callee] == Unvisited)
+        ok = visit(*callee);
+    });
+    path.pop_back();
+    state[&function] = Done;
+    return ok;
+  };
+  for (const auto &function : module.functions)
+    if (state[function.get()] == Unvisited && !visit(*function))
+      return false;
+  return true;
+}
+
+bool fusec::inferTypes(Module &module, DiagEngine &diag) {
+  Checker checker(module, diag, Checker::Infer, {});
+  for (auto &function : module.functions)
+    if (!checker.checkFunction(*function))
+      return false;
+  return checker.checkCallGraph();
+}
+
+bool fusec::verifyModule(const Module &module, DiagEngine &diag,
+                         llvm::StringRef context) {
+  Checker checker(module, diag, Checker::Verify, context);
+  for (const auto &function : module.functions)
+    if (!checker.checkFunction(const_cast<Function &>(*function)))
+      return false;
+  return checker.checkCallGraph();
+}

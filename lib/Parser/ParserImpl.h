@@ -1,0 +1,83 @@
+//===- ParserImpl.h - The FIR parser's private class ------------*- C++ -*-===//
+//
+// Shared by Parser.cpp (module, functions, bindings) and ParseValues.cpp
+// (types, attributes, literals, constants). Not a public header.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_LIB_PARSER_PARSERIMPL_H
+#define FUSEC_LIB_PARSER_PARSERIMPL_H
+
+#include "fusec/Parser/Parser.h"
+
+#include "llvm/ADT/StringMap.h"
+
+namespace fusec {
+namespace detail {
+
+class Parser {
+public:
+  Parser(llvm::SourceMgr &sourceMgr, unsigned bufferId, DiagEngine &diag,
+         llvm::StringRef sourceDirectory)
+      : lexer(sourceMgr.getMemoryBuffer(bufferId)->getBuffer()), diag(diag),
+        sourceDirectory(sourceDirectory) {
+    token = lexer.next();
+  }
+
+  std::unique_ptr<Module> parseModule();
+
+private:
+  // Token handling and errors.
+  void consume() {
+    previousEnd = token.spelling.end();
+    token = lexer.next();
+  }
+  bool error(const llvm::Twine &message);
+  bool errorAt(llvm::SMLoc loc, const llvm::Twine &message);
+  bool expect(Token::Kind kind, llvm::StringRef what);
+  bool expectKeyword(llvm::StringRef word);
+  std::string describeToken() const;
+
+  // Top level.
+  bool parseFunction(Module &module);
+  bool parseParams(Function &function);
+  bool parseBody(Function &function);
+  bool parseDataflowBlock(Function &function);
+  bool parseReturn(Function &function);
+
+  // Bindings and expressions.
+  std::unique_ptr<Binding> parseBinding();
+  bool parseExpression(Binding &binding);
+  bool parseOperandList(Binding &binding);
+  bool parseOperand(Operand &operand);
+  bool parseConstant(Binding &binding);
+  bool checkConstantValue(Binding &binding);
+
+  // Types and attributes.
+  bool parseType(Type &type);
+  bool parseDim(Dim &dim);
+  bool parseAttrDict(Attrs &attrs);
+  bool parseAttrValue(Attr &value);
+  bool parseLiteral(Attr &value);
+
+  // Scoping.
+  Value *lookupValue(const Token &nameToken);
+  bool defineValue(Value &value);
+
+  Lexer lexer;
+  Token token;
+  const char *previousEnd = nullptr;
+  DiagEngine &diag;
+  std::string sourceDirectory;
+  bool hasErrored = false;
+
+  // Per-function scope: every name defined so far (names are unique across
+  // blocks), the ones visible here, and block-local ones that were hidden.
+  llvm::StringMap<llvm::SMLoc> definedNames;
+  llvm::StringMap<Value *> visibleValues;
+  llvm::StringMap<llvm::SMLoc> hiddenValues;
+};
+
+} // namespace detail
+} // namespace fusec
+
+#endif // FUSEC_LIB_PARSER_PARSERIMPL_H

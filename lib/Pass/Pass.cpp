@@ -1,0 +1,117 @@
+//===- Pass.cpp - Pass options and the pass registry ----------------------===//
+//
+// Options are declared by each pass in its constructor with a kind, default
+// and description; pipeline text sets them by name. Values are validated
+// here so that a bad option is a usage error before anything runs.
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/Pass/Pass.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+using namespace fusec;
+
+void Pass::declareOption(llvm::StringRef optionName, OptionKind kind,
+                         llvm::StringRef defaultValue,
+                         llvm::StringRef description) {
+  options.push_back({optionName.str(), kind, defaultValue.str(),
+                     description.str(), defaultValue.str()});
+}
+
+const Pass::Option *Pass::findOption(llvm::StringRef optionName) const {
+  for (const Option &option : options)
+    if (option.name == optionName)
+      return &option;
+  return nullptr;
+}
+
+std::string Pass::setOption(llvm::StringRef key, llvm::StringRef value) {
+  Option *option = const_cast<Option *>(findOption(key));
+  if (!option) {
+    std::string known;
+    for (const Option &candidate : options)
+      known += (known.empty() ? "" : ", ") + candidate.name;
+    return "unknown option '" + key.str() + "' for pass '" + name + "'" +
+           (known.empty() ? " (it has no options)" : "; its options are: " + known);
+  }
+  switch (option->kind) {
+  case OptionKind::Int: {
+    int64_t parsed;
+    if (value.getAsInteger(10, parsed) || parsed < 0)
+      return "option '" + key.str() + "' of pass '" + name +
+             "' expects a non-negative integer, got '" + value.str() + "'";
+    option->value = std::to_string(parsed);
+    return "";
+  }
+  case OptionKind::Bool:
+    if (value != "true" && value != "false")
+      return "option '" + key.str() + "' of pass '" + name +
+             "' expects 'true' or 'false', got '" + value.str() + "'";
+    option->value = value.str();
+    return "";
+  case OptionKind::String:
+    option->value = value.str();
+    return "";
+  }
+  return "";
+}
+
+std::string Pass::getOptionsString() const {
+  if (options.empty())
+    return "";
+  std::string text = "{";
+  for (size_t i = 0; i < options.size(); ++i)
+    text += (i ? "," : "") + options[i].name + "=" + options[i].value;
+  return text + "}";
+}
+
+int64_t Pass::getIntOption(llvm::StringRef optionName) const {
+  int64_t value = 0;
+  llvm::StringRef(findOption(optionName)->value).getAsInteger(10, value);
+  return value;
+}
+
+bool Pass::getBoolOption(llvm::StringRef optionName) const {
+  return findOption(optionName)->value == "true";
+}
+
+std::string Pass::getStringOption(llvm::StringRef optionName) const {
+  return findOption(optionName)->value;
+}
+
+//===----------------------------------------------------------------------===//
+// Registry
+//===----------------------------------------------------------------------===//
+
+static std::vector<PassInfo> &passRegistry() {
+  static std::vector<PassInfo> registry;
+  return registry;
+}
+
+void fusec::registerPass(PassInfo info) {
+  if (lookupPassInfo(info.name))
+    return;
+  passRegistry().push_back(std::move(info));
+}
+
+llvm::ArrayRef<PassInfo> fusec::getRegisteredPasses() { return passRegistry(); }
+
+const PassInfo *fusec::lookupPassInfo(llvm::StringRef name) {
+  for (const PassInfo &info : passRegistry())
+    if (info.name == name)
+      return &info;
+  return nullptr;
+}
+
+std::string fusec::getNamedPipeline(llvm::StringRef name) {
+  // Spec §7. The order of -O1/-O2 is TVM's: patterns claim library
+  // subgraphs first, then what remains is legalized, classified and fused.
+  if (name == "O0")
+    return "legalize,schedule,lower";
+  if (name == "O1")
+    return "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower";
+  if (name == "O2")
+    return "fuse-by-pattern,legalize,annotate-pattern,fuse-ops,fuse-tir,"
+           "schedule,lower";
+  return "";
+}

@@ -1,0 +1,144 @@
+//===- DCE.cpp - Dead binding and function elimination --------------------===//
+//
+// Contract: removes bindings whose values nothing live uses, and functions
+// that no entry point reaches. An entry point is a graph function that no
+// other function calls in the input (spec §9); entry points are kept even
+// when unused. Outside dataflow blocks a `call_extern` may have effects and
+// is kept; inside a block every binding is side-effect free (spec §3).
+//
+// Algorithm:
+//   1. Find the entry points: functions that no `call` names.
+//   2. In each function, mark the returned values live, then walk the
+//      bindings backwards: a live binding makes its operands live. Repeat
+//      until nothing changes (one backward sweep suffices in SSA order).
+//   3. Drop dead bindings and remove them from `output` lists.
+//   4. Remove functions not reachable from an entry point through `call`.
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/Transforms/Passes.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+
+#define DEBUG_TYPE "dce"
+
+using namespace fusec;
+
+FUSEC_STATISTIC(NumDeadBindings, "num-dead-bindings",
+                "Number of dead bindings removed");
+FUSEC_STATISTIC(NumDeadFunctions, "num-dead-functions",
+                "Number of unreachable functions removed");
+
+namespace {
+class DCE final : public Pass {
+public:
+  DCE() : Pass("dce") {}
+  bool run(Module &module, PassContext &context) override;
+
+private:
+  void eliminateDeadBindings(Function &function);
+  void eliminateUnreachableFunctions(Module &module,
+                                     const llvm::StringSet<> &entryPoints);
+};
+} // namespace
+
+/// Whether `binding` must stay even when its value is unused.
+static bool hasEffects(const Binding &binding, bool inDataflowBlock) {
+  return !inDataflowBlock && binding.kind == ExprKind::CallExtern;
+}
+
+void DCE::eliminateDeadBindings(Function &function) {
+  llvm::DenseSet<const Value *> live;
+  for (const Operand &operand : function.returnValues)
+    live.insert(operand.value);
+  auto markOperands = [&](const Binding &binding) {
+    for (const Operand &operand : binding.operands)
+      if (!operand.isLiteral())
+        live.insert(operand.value);
+  };
+  // Backward sweep: uses come after definitions in SSA order.
+  for (auto item = function.body.rbegin(); item != function.body.rend(); ++item) {
+    if (item->binding) {
+      if (live.count(item->binding->getResult()) ||
+          hasEffects(*item->binding, false))
+        markOperands(*item->binding);
+      continue;
+    }
+    auto &bindings = item->block->bindings;
+    for (auto binding = bindings.rbegin(); binding != bindings.rend(); ++binding)
+      if (live.count((*binding)->getResult()))
+        markOperands(**binding);
+  }
+  auto isDead = [&](const std::unique_ptr<Binding> &binding, bool inBlock) {
+    bool dead = !live.count(binding->getResult()) && !hasEffects(*binding, inBlock);
+    if (dead) {
+      ++NumDeadBindings;
+      FUSEC_DEBUG("removing dead binding %" + binding->getResult()->name +
+                  " in @" + function.name);
+    }
+    return dead;
+  };
+  std::vector<BodyItem> kept;
+  for (BodyItem &item : function.body) {
+    if (item.binding) {
+      if (!isDead(item.binding, false))
+        kept.push_back(std::move(item));
+      continue;
+    }
+    DataflowBlock &block = *item.block;
+    llvm::erase_if(block.outputs, [&](Value *v) { return !live.count(v); });
+    block.outputLocs.resize(block.outputs.size());
+    llvm::erase_if(block.bindings, [&](const std::unique_ptr<Binding> &b) {
+      return isDead(b, true);
+    });
+    kept.push_back(std::move(item));
+  }
+  function.body = std::move(kept);
+}
+
+void DCE::eliminateUnreachableFunctions(Module &module,
+                                        const llvm::StringSet<> &entryPoints) {
+  llvm::StringSet<> reached;
+  std::vector<const Function *> worklist;
+  for (const auto &function : module.functions)
+    if (entryPoints.count(function->name)) {
+      reached.insert(function->name);
+      worklist.push_back(function.get());
+    }
+  while (!worklist.empty()) {
+    const Function *function = worklist.back();
+    worklist.pop_back();
+    function->forEachBinding([&](const Binding &binding) {
+      if (binding.kind != ExprKind::Call || !reached.insert(binding.callee).second)
+        return;
+      if (const Function *callee = module.lookupFunction(binding.callee))
+        worklist.push_back(callee);
+    });
+  }
+  llvm::erase_if(module.functions, [&](const std::unique_ptr<Function> &f) {
+    if (reached.count(f->name))
+      return false;
+    ++NumDeadFunctions;
+    FUSEC_DEBUG("removing unreachable function @" + f->name);
+    return true;
+  });
+}
+
+bool DCE::run(Module &module, PassContext &context) {
+  llvm::StringSet<> called;
+  for (const auto &function : module.functions)
+    function->forEachBinding([&](const Binding &binding) {
+      if (binding.kind == ExprKind::Call)
+        called.insert(binding.callee);
+    });
+  llvm::StringSet<> entryPoints;
+  for (const auto &function : module.functions)
+    if (!called.count(function->name))
+      entryPoints.insert(function->name);
+  for (auto &function : module.functions)
+    eliminateDeadBindings(*function);
+  eliminateUnreachableFunctions(module, entryPoints);
+  return true;
+}
+
+std::unique_ptr<Pass> fusec::createDCEPass() { return std::make_unique<DCE>(); }

@@ -1,0 +1,17 @@
+//===- fusec.cpp - The fusec compiler driver ------------------------------===//
+//
+// fusec: an optimizing compiler driver for tensor programs on NVIDIA GPUs.
+// All logic lives in lib/Driver; this file only registers the passes and
+// hands over.
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/Driver/Driver.h"
+#include "fusec/Pass/Pass.h"
+
+#include "llvm/Support/InitLLVM.h"
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  fusec::registerAllPasses();
+  return fusec::driverMain(argc, argv);
+}

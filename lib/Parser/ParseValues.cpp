@@ -17,6 +17,7 @@
 #include "ParserImpl.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 #include <cmath>
@@ -28,9 +29,18 @@ using fusec::detail::Parser;
 // Types
 //===----------------------------------------------------------------------===//
 
+bool Parser::enterNesting() {
+  if (nestingDepth < kMaxNestingDepth)
+    return ++nestingDepth, true;
+  return error("nesting is deeper than " + std::to_string(kMaxNestingDepth) +
+               " levels");
+}
+
 bool Parser::parseType(Type &type) {
   llvm::SMLoc typeLoc = token.getLoc();
   if (token.is(Token::LParen)) {
+    if (!enterNesting())
+      return false;
     consume();
     std::vector<Type> fields;
     while (!token.is(Token::RParen)) {
@@ -48,6 +58,7 @@ bool Parser::parseType(Type &type) {
       }
     }
     consume();
+    --nestingDepth;
     type = Type::tuple(std::move(fields));
     return true;
   }
@@ -176,6 +187,8 @@ bool Parser::parseAttrValue(Attr &value) {
   } else if (token.is(Token::BareIdent)) {
     value = Attr::makeIdent(token.spelling.str());
   } else if (token.is(Token::LSquare)) {
+    if (!enterNesting())
+      return false;
     consume();
     std::vector<Attr> items;
     while (!token.is(Token::RSquare)) {
@@ -192,6 +205,7 @@ bool Parser::parseAttrValue(Attr &value) {
                      describeToken());
       }
     }
+    --nestingDepth;
     value = Attr::makeList(std::move(items));
   } else {
     return error("expected an attribute value, found " + describeToken());
@@ -325,6 +339,12 @@ bool Parser::checkConstantValue(Binding &binding) {
       path = sourceDirectory;
       llvm::sys::path::append(path, constant.path);
     }
+    if (!llvm::sys::fs::is_regular_file(path))
+      return errorAt(where, "cannot read '" + constant.path + "': " +
+                                (llvm::sys::fs::exists(path)
+                                     ? "not a regular file"
+                                     : "no such file (paths are relative to "
+                                       "the .fir file)"));
     std::string readError;
     auto contents = readNpyFile(path, readError);
     if (!contents)

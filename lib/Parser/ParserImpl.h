@@ -69,6 +69,11 @@ private:
   DiagEngine &diag;
   std::string sourceDirectory;
   bool hasErrored = false;
+  /// Nesting of tuple types and attribute lists, bounded so that deeply
+  /// nested input is an error, not a stack overflow.
+  unsigned nestingDepth = 0;
+  static constexpr unsigned kMaxNestingDepth = 64;
+  bool enterNesting();
 
   // Per-function scope: every name defined so far (names are unique across
   // blocks), the ones visible here, and block-local ones that were hidden.

@@ -1,0 +1,38 @@
+# -*- Python -*-
+# lit configuration for fusec: FileCheck tests of the IR, diagnostics, the
+# driver's flags, the samples and the commands shown in the docs.
+#
+# Run through ctest (scripts/test.sh), or by hand:
+#   python3 /usr/lib/llvm-14/build/utils/lit/lit.py -sv \
+#       --param fusec_bin_dir=build/bin test samples
+import os
+import lit.formats
+
+config.name = "fusec"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".fir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.excludes = ["Inputs", "expect-exit.py", "unit", "fuzz", "build", "build-asan", "docs",
+                   "include", "lib", "tools", "scripts", "bench", "CMakeLists.txt"]
+
+bin_dir = lit_config.params.get("fusec_bin_dir")
+if not bin_dir:
+    lit_config.fatal("pass --param fusec_bin_dir=<dir holding fusec>")
+bin_dir = os.path.abspath(bin_dir)
+config.test_exec_root = os.path.join(os.path.dirname(bin_dir), "lit-out")
+
+llvm_bin = "/usr/lib/llvm-14/bin"
+config.environment["PATH"] = os.pathsep.join(
+    [bin_dir, llvm_bin, config.environment.get("PATH", os.environ["PATH"])])
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
+for name in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "HOME"):
+    if name in os.environ:
+        config.environment[name] = os.environ[name]
+
+config.substitutions.append(("%fusec_bin_dir", bin_dir))
+config.substitutions.append(("%repo", config.test_source_root))
+config.substitutions.append(("%python", "/usr/bin/python3"
+                             if os.path.exists("/usr/bin/python3") else "python3"))
+config.substitutions.append(("%expect-exit", "%s %s" % (
+    "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3",
+    os.path.join(config.test_source_root, "test", "expect-exit.py"))))

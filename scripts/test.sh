@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds everything and runs the whole test suite through ctest:
+#   - build/: the release build (Catch2 unit tests, lit suite);
+#   - build-asan/: fusec and the parser fuzzer with AddressSanitizer and
+#     UBSan, built with clang; ctest runs the lit suite against it too and
+#     fuzzes the parser for a bounded time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+jobs=$(nproc)
+CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEC_SANITIZE=ON -DFUSEC_ENABLE_FUZZER=ON \
+  -DFUSEC_BUILD_TESTS=OFF >/dev/null
+ninja -C build-asan -j "$jobs" fusec fusec-parser-fuzzer
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DFUSEC_ASAN_BIN_DIR="$PWD/build-asan/bin" >/dev/null
+ninja -C build -j "$jobs"
+cd build
+ctest --output-on-failure -j "$jobs"

@@ -30,7 +30,7 @@ namespace {
 cl::OptionCategory fusecCategory("fusec options");
 
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .fir file, or - for stdin>"),
-                               cl::Required, cl::cat(fusecCategory));
+                               cl::cat(fusecCategory));
 cl::opt<std::string> outputFile("o", cl::desc("Output file (- for stdout); the kind follows the extension"),
                                 cl::value_desc("file"), cl::init("-"), cl::cat(fusecCategory));
 cl::opt<std::string> emitKind("emit", cl::desc("What to write: fir, cuda, ptx or cubin"),
@@ -93,7 +93,7 @@ static std::string decideEmitKind() {
   if (outputFile == "-")
     return "fir";
   llvm::StringRef extension = llvm::sys::path::extension(outputFile);
-  if (extension == ".fir")
+  if (extension == ".fir" || extension.empty()) // `-o /dev/null` is FIR
     return "fir";
   if (extension == ".cu")
     return "cuda";
@@ -196,7 +196,8 @@ static Instrumentation makeInstrumentation() {
 
 /// Parses, transforms and prints one chunk. Returns an exit code.
 static int processChunk(const std::string &text, llvm::StringRef bufferName,
-                        const PassManager &pipeline, std::string &output) {
+                        const PassManager &pipeline, Instrumentation inst,
+                        std::string &output) {
   llvm::SourceMgr sourceMgr;
   DiagEngine diag(sourceMgr);
   unsigned id = sourceMgr.AddNewSourceBuffer(
@@ -207,7 +208,7 @@ static int processChunk(const std::string &text, llvm::StringRef bufferName,
   auto module = parseModule(sourceMgr, id, diag, directory.empty() ? "." : directory);
   if (!module)
     return ExitInputError;
-  RunResult result = pipeline.run(*module, diag, makeInstrumentation());
+  RunResult result = pipeline.run(*module, diag, inst);
   if (result == RunResult::InputError)
     return ExitInputError;
   if (result == RunResult::InternalError)
@@ -216,15 +217,33 @@ static int processChunk(const std::string &text, llvm::StringRef bufferName,
   return ExitSuccess;
 }
 
+/// One line per registered pass, then its options indented below it.
+static std::string describePasses() {
+  std::string text;
+  for (const PassInfo &info : getRegisteredPasses()) {
+    text += "  " + info.name + " - " + info.summary + "\n";
+    for (const Pass::Option &option : info.create()->getOptions())
+      text += "      " + option.name + "=<" +
+              (option.kind == Pass::OptionKind::Int    ? "int"
+               : option.kind == Pass::OptionKind::Bool ? "bool"
+                                                       : "string") +
+              "> (default " + option.defaultValue + ") - " +
+              option.description + "\n";
+  }
+  return text;
+}
+
 static void printVersion(llvm::raw_ostream &os) {
   os << "fusec version 0.1.0 (LLVM Support 14, target sm_90 by default)\n";
 }
 
 int fusec::driverMain(int argc, char **argv) {
-  static std::string passList = "\nPASSES (for --passes):\n";
-  for (const PassInfo &info : getRegisteredPasses())
-    passList += "  " + info.name + " - " + info.summary + "\n";
+  static std::string passList = "\nPASSES (for --passes):\n" + describePasses();
   static cl::extrahelp passHelp(passList.c_str());
+  // LLVM Support registers -stats and -stats-json itself; show them as ours.
+  for (const char *name : {"stats", "stats-json"})
+    if (cl::Option *option = cl::getRegisteredOptions().lookup(name))
+      option->addCategory(fusecCategory);
   cl::HideUnrelatedOptions(fusecCategory);
   cl::SetVersionPrinter(printVersion);
   std::string parseErrors;
@@ -234,6 +253,12 @@ int fusec::driverMain(int argc, char **argv) {
     llvm::errs() << errorStream.str();
     return ExitUsageError;
   }
+  if (listPasses) {
+    llvm::outs() << describePasses();
+    return ExitSuccess;
+  }
+  if (inputFile.empty())
+    return usageError("no input file; give a .fir file, or - to read stdin");
   if (!setLogLevel(logLevel))
     return usageError("--log-level must be trace, debug, info, warn, error or off");
   if (!debugOnly.empty())
@@ -280,7 +305,12 @@ int fusec::driverMain(int argc, char **argv) {
   std::string output;
   for (size_t i = 0; i < chunks.size(); ++i) {
     std::string chunkOutput;
-    int chunkCode = processChunk(chunks[i], bufferName, *pipeline, chunkOutput);
+    Instrumentation inst = makeInstrumentation();
+    // Chunks are separate modules: give each its own dump directory.
+    if (splitInputFile && !inst.dumpDir.empty())
+      inst.dumpDir += "/chunk-" + std::to_string(i);
+    int chunkCode =
+        processChunk(chunks[i], bufferName, *pipeline, inst, chunkOutput);
     exitCode = std::max(exitCode, chunkCode);
     if (i)
       output += "// -----\n";
@@ -292,7 +322,10 @@ int fusec::driverMain(int argc, char **argv) {
     return inputError("cannot write '" + outputFile + "': " + ec.message());
   out.os() << output;
   out.keep();
-  if (llvm::AreStatisticsEnabled())
-    printStatistics(llvm::errs());
+  if (llvm::AreStatisticsEnabled()) {
+    cl::Option *json = cl::getRegisteredOptions().lookup("stats-json");
+    bool asJSON = json && static_cast<cl::opt<bool> *>(json)->getValue();
+    asJSON ? printStatisticsJSON(llvm::errs()) : printStatistics(llvm::errs());
+  }
   return exitCode;
 }

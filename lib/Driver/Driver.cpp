@@ -323,8 +323,9 @@ int fusec::driverMain(int argc, char **argv) {
   out.os() << output;
   out.keep();
   if (llvm::AreStatisticsEnabled()) {
+    // LLVM 14 registers -stats-json as cl::opt<bool, true> (external storage).
     cl::Option *json = cl::getRegisteredOptions().lookup("stats-json");
-    bool asJSON = json && static_cast<cl::opt<bool> *>(json)->getValue();
+    bool asJSON = json && static_cast<cl::opt<bool, true> *>(json)->getValue();
     asJSON ? printStatisticsJSON(llvm::errs()) : printStatistics(llvm::errs());
   }
   return exitCode;

@@ -238,12 +238,14 @@ static void printVersion(llvm::raw_ostream &os) {
 }
 
 int fusec::driverMain(int argc, char **argv) {
-  static std::string passList = "\nPASSES (for --passes):\n" + describePasses();
-  static cl::extrahelp passHelp(passList.c_str());
-  // LLVM Support registers -stats and -stats-json itself; show them as ours.
-  for (const char *name : {"stats", "stats-json"})
-    if (cl::Option *option = cl::getRegisteredOptions().lookup(name))
-      option->addCategory(fusecCategory);
+  // LLVM Support registers -stats and -stats-json itself, while parsing the
+  // command line; they are described here since --help cannot list them.
+  static std::string extraHelp =
+      "\nSTATISTICS:\n"
+      "  --stats                 - Print the counters of each pass (to stderr)\n"
+      "  --stats-json            - With --stats, print them as JSON\n"
+      "\nPASSES (for --passes):\n" + describePasses();
+  static cl::extrahelp passHelp(extraHelp.c_str());
   cl::HideUnrelatedOptions(fusecCategory);
   cl::SetVersionPrinter(printVersion);
   std::string parseErrors;

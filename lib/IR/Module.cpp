@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/IR/IR.h"
+#include "fusec/IR/Kernel.h"
 
 using namespace fusec;
 
@@ -64,5 +65,15 @@ Function *Module::lookupFunction(llvm::StringRef name) const {
   for (const auto &function : functions)
     if (function->name == name)
       return function.get();
+  return nullptr;
+}
+
+Module::Module() = default;
+Module::~Module() = default;
+
+Kernel *Module::lookupKernel(llvm::StringRef name) const {
+  for (const auto &kernel : kernels)
+    if (kernel->name == name)
+      return kernel.get();
   return nullptr;
 }

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/IR/IR.h"
+#include "fusec/IR/Kernel.h"
 #include "fusec/IR/Ops.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -120,30 +121,49 @@ static Type substituteSymbols(const Type &type,
 }
 
 std::optional<Type> Checker::inferCall(const Binding &binding) {
-  const Function *callee = module.lookupFunction(binding.callee);
-  if (!callee)
-    return error(binding.calleeLoc,
-                 "call to undefined function '@" + binding.callee + "'"),
-           std::nullopt;
-  if (callee->params.size() != binding.operands.size())
+  // `call @f` binds a function's parameters, `call_kernel @k` a kernel's
+  // input buffers; both substitute the bound symbolic dims in the result.
+  std::vector<std::pair<std::string, Type>> params;
+  Type resultType;
+  bool isKernel = binding.kind == ExprKind::CallKernel;
+  if (isKernel) {
+    const Kernel *kernel = module.lookupKernel(binding.callee);
+    if (!kernel)
+      return error(binding.calleeLoc,
+                   "call_kernel refers to unknown kernel '@" + binding.callee + "'"),
+             std::nullopt;
+    for (const KBuffer &buffer : kernel->inputs)
+      params.push_back({buffer.name, buffer.type});
+    resultType = kernel->getResultType();
+  } else {
+    const Function *callee = module.lookupFunction(binding.callee);
+    if (!callee)
+      return error(binding.calleeLoc,
+                   "call to undefined function '@" + binding.callee + "'"),
+             std::nullopt;
+    for (const auto &param : callee->params)
+      params.push_back({param->name, param->type});
+    resultType = callee->returnType;
+  }
+  if (params.size() != binding.operands.size())
     return error(binding.calleeLoc,
                  "'@" + binding.callee + "' takes " +
-                     std::to_string(callee->params.size()) +
-                     " argument(s), but " +
+                     std::to_string(params.size()) + " argument(s), but " +
                      std::to_string(binding.operands.size()) + " were given"),
            std::nullopt;
   std::map<std::string, Dim> symbols;
   for (size_t i = 0; i < binding.operands.size(); ++i) {
     std::string problem;
-    if (!bindSymbols(callee->params[i]->type, binding.operands[i].value->type,
-                     symbols, problem))
+    if (!bindSymbols(params[i].second, binding.operands[i].value->type, symbols,
+                     problem))
       return error(binding.operands[i].loc,
-                   "argument " + std::to_string(i) + " of call '@" +
-                       binding.callee + "': parameter '%" +
-                       callee->params[i]->name + "' " + problem),
+                   "argument " + std::to_string(i) + " of '" +
+                       binding.headName() + "': " +
+                       (isKernel ? "buffer '%" : "parameter '%") +
+                       params[i].first + "' " + problem),
              std::nullopt;
   }
-  return substituteSymbols(callee->returnType, symbols);
+  return substituteSymbols(resultType, symbols);
 }
 
 std::optional<Type> Checker::inferBinding(const Binding &binding) {
@@ -171,11 +191,8 @@ std::optional<Type> Checker::inferBinding(const Binding &binding) {
              std::nullopt;
     return declared;
   case ExprKind::Call:
-    return inferCall(binding);
   case ExprKind::CallKernel:
-    return error(binding.calleeLoc,
-                 "call_kernel refers to unknown kernel '@" + binding.callee + "'"),
-           std::nullopt;
+    return inferCall(binding);
   case ExprKind::Tuple: {
     std::vector<Type> fields;
     for (const Operand &operand : binding.operands)
@@ -393,6 +410,11 @@ bool fusec::inferTypes(Module &module, DiagEngine &diag) {
 
 bool fusec::verifyModule(const Module &module, DiagEngine &diag,
                          llvm::StringRef context) {
+  std::string kernelContext =
+      context.empty() ? "" : context.str();
+  for (const auto &kernel : module.kernels)
+    if (!verifyKernel(*kernel, diag, kernelContext))
+      return false;
   Checker checker(module, diag, Checker::Verify, context);
   for (const auto &function : module.functions)
     if (!checker.checkFunction(const_cast<Function &>(*function)))

@@ -28,6 +28,14 @@ static bool isNameChar(char c) {
 
 Lexer::Lexer(llvm::StringRef buffer) : buffer(buffer), current(buffer.begin()) {}
 
+bool Lexer::consumeIf(char expected) {
+  if (current < buffer.end() && *current == expected) {
+    ++current;
+    return true;
+  }
+  return false;
+}
+
 Token Lexer::makeToken(Token::Kind kind, const char *start) {
   Token token;
   token.kind = kind;
@@ -70,12 +78,20 @@ Token Lexer::next() {
   case '}': return makeToken(Token::RBrace, start);
   case '[': return makeToken(Token::LSquare, start);
   case ']': return makeToken(Token::RSquare, start);
-  case '<': return makeToken(Token::Less, start);
-  case '>': return makeToken(Token::Greater, start);
+  case '<': return makeToken(consumeIf('=') ? Token::LessEq : Token::Less, start);
+  case '>':
+    return makeToken(consumeIf('=') ? Token::GreaterEq : Token::Greater, start);
   case ',': return makeToken(Token::Comma, start);
   case ':': return makeToken(Token::Colon, start);
-  case '=': return makeToken(Token::Equal, start);
-  case '|': return makeToken(Token::Pipe, start);
+  case '=': return makeToken(consumeIf('=') ? Token::EqEq : Token::Equal, start);
+  case '|': return makeToken(consumeIf('|') ? Token::OrOr : Token::Pipe, start);
+  case '+': return makeToken(Token::Plus, start);
+  case '*': return makeToken(Token::Star, start);
+  case '!': return makeToken(consumeIf('=') ? Token::NotEq : Token::Bang, start);
+  case '&':
+    if (consumeIf('&'))
+      return makeToken(Token::AndAnd, start);
+    return makeError(start, "unexpected character '&'; did you mean '&&'?");
   case '@': return lexName(Token::GlobalName, start);
   case '%': return lexName(Token::LocalName, start);
   case '"': return lexString(start);
@@ -93,7 +109,7 @@ Token Lexer::next() {
     }
     if (current < buffer.end() && (isDigit(*current) || *current == '.'))
       return lexNumber(start);
-    return makeError(start, "unexpected character '-'");
+    return makeToken(Token::Minus, start);
   default:
     break;
   }

@@ -99,20 +99,25 @@ std::unique_ptr<Module> Parser::parseModule() {
     module->name = token.stringValue;
     consume();
   }
-  llvm::StringMap<llvm::SMLoc> functionNames;
+  // Functions and kernels share one namespace.
+  llvm::StringMap<llvm::SMLoc> globalNames;
   while (!token.is(Token::Eof)) {
-    if (!token.isKeyword("func")) {
+    bool isKernel = token.isKeyword("kernel");
+    if (!isKernel && !token.isKeyword("func")) {
       error(token.isKeyword("module")
                 ? llvm::Twine("'module' must come first and only once")
-                : "expected 'func', found " + describeToken());
+                : "expected 'func' or 'kernel', found " + describeToken());
       return nullptr;
     }
-    if (!parseFunction(*module))
+    if (isKernel ? !parseKernel(*module) : !parseFunction(*module))
       return nullptr;
-    Function &function = *module->functions.back();
-    auto [it, inserted] = functionNames.try_emplace(function.name, function.loc);
+    std::string name = isKernel ? module->kernels.back()->name
+                                : module->functions.back()->name;
+    llvm::SMLoc loc = isKernel ? module->kernels.back()->loc
+                               : module->functions.back()->loc;
+    auto [it, inserted] = globalNames.try_emplace(name, loc);
     if (!inserted) {
-      errorAt(function.loc, "redefinition of function '@" + function.name + "'");
+      errorAt(loc, "redefinition of '@" + name + "'");
       diag.note(it->second, "previous definition is here");
       return nullptr;
     }

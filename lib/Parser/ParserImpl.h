@@ -7,9 +7,12 @@
 #ifndef FUSEC_LIB_PARSER_PARSERIMPL_H
 #define FUSEC_LIB_PARSER_PARSERIMPL_H
 
+#include "fusec/IR/Kernel.h"
 #include "fusec/Parser/Parser.h"
 
 #include "llvm/ADT/StringMap.h"
+
+#include <map>
 
 namespace fusec {
 namespace detail {
@@ -58,6 +61,23 @@ private:
   bool parseAttrDict(Attrs &attrs);
   bool parseAttrValue(Attr &value);
   bool parseLiteral(Attr &value);
+
+  // Kernels (ParseKernel.cpp).
+  enum class ExprContext { Value, Index, Any };
+  using MutableExpr = std::shared_ptr<KExpr>;
+  bool parseKernel(Module &module);
+  bool parseKernelBuffers(std::vector<KBuffer> &buffers, KBuffer::Role role);
+  bool parseStage(Kernel &kernel);
+  MutableExpr parseKExpr(ExprContext context);
+  MutableExpr parseKBinary(ExprContext context, int minPrecedence);
+  MutableExpr parseKUnary(ExprContext context);
+  MutableExpr parseKPrimary(ExprContext context);
+  bool resolveDTypes(KExpr &e, std::optional<DType> expected, llvm::SMLoc loc);
+  const Kernel *currentKernel = nullptr;
+  /// Literals whose dtype comes from their context, resolved per stage.
+  std::vector<KExpr *> untypedLiterals;
+  /// How each kernel literal was written, for dtype checks and messages.
+  std::map<const KExpr *, Attr> literalKinds;
 
   // Scoping.
   Value *lookupValue(const Token &nameToken);

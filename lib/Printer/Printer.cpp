@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/Printer/Printer.h"
+#include "fusec/IR/Kernel.h"
 
 using namespace fusec;
 
@@ -113,6 +114,12 @@ void fusec::printModule(const Module &module, llvm::raw_ostream &os) {
     if (!first)
       os << "\n";
     printFunction(*function, os);
+    first = false;
+  }
+  for (const auto &kernel : module.kernels) {
+    if (!first)
+      os << "\n";
+    os << printKernel(*kernel);
     first = false;
   }
 }

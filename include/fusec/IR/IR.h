@@ -275,15 +275,21 @@ struct Function {
   void forEachBinding(const std::function<void(const Binding &)> &fn) const;
 };
 
+struct Kernel; // fusec/IR/Kernel.h
+
 class Module {
 public:
+  Module();
+  ~Module();
   std::string name; // optional `module @name`
   llvm::SMLoc loc;
   std::vector<std::unique_ptr<Function>> functions;
+  std::vector<std::unique_ptr<Kernel>> kernels;
   /// Directory that `file<"...">` paths are relative to.
   std::string sourceDirectory;
 
   Function *lookupFunction(llvm::StringRef name) const;
+  Kernel *lookupKernel(llvm::StringRef name) const;
 };
 
 //===----------------------------------------------------------------------===//

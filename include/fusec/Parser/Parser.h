@@ -21,6 +21,8 @@ struct Token {
     Eof, Error, BareIdent, GlobalName, LocalName, Integer, Float, String,
     LParen, RParen, LBrace, RBrace, LSquare, RSquare, Less, Greater,
     Comma, Colon, Equal, Arrow, Pipe,
+    // Kernel index expressions.
+    Plus, Minus, Star, Bang, AndAnd, OrOr, LessEq, GreaterEq, EqEq, NotEq,
   };
   Kind kind = Eof;
   llvm::StringRef spelling; // the exact source text
@@ -48,6 +50,7 @@ public:
   const char *getCurrentPointer() const { return current; }
 
 private:
+  bool consumeIf(char expected);
   Token makeToken(Token::Kind kind, const char *start);
   Token makeError(const char *start, const std::string &message);
   Token lexNumber(const char *start);

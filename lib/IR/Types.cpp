@@ -221,14 +221,15 @@ std::string Attr::str() const {
 
 std::string fusec::checkLiteralForDType(const Attr &literal, DType dtype) {
   std::string name = dtypeName(dtype).str();
+  std::string article = name == "i8" || name == "i32" || name == "i64" ? "an " : "a ";
   switch (literal.kind) {
   case Attr::Bool:
     if (dtype != DType::boolean)
-      return "boolean literal '" + literal.str() + "' cannot be a " + name;
+      return "boolean literal '" + literal.str() + "' cannot be " + article + name;
     return "";
   case Attr::Float:
     if (!isFloatDType(dtype))
-      return "float literal '" + literal.str() + "' cannot be a " + name;
+      return "float literal '" + literal.str() + "' cannot be " + article + name;
     if (!fitsDType(literal.floatValue, dtype))
       return "float literal '" + literal.str() + "' overflows " + name;
     return "";

@@ -71,9 +71,9 @@ bool Parser::parseType(Type &type) {
   std::string dtypeText = token.spelling.str();
   consume();
   if (!token.is(Token::LSquare))
-    return errorAt(typeLoc, "expected '[' after dtype '" + dtypeText +
-                                "'; a scalar type is written '" + dtypeText +
-                                "[]'");
+    return error("expected '[' after dtype '" + dtypeText +
+                 "', found " + describeToken() + "; a scalar type is written '" +
+                 dtypeText + "[]'");
   if (token.spelling.data() != previousEnd)
     return error("no whitespace is allowed between a dtype and '['");
   consume();

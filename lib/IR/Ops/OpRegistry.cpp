@@ -249,9 +249,13 @@ std::optional<Type> fusec::inferOpType(const Binding &binding,
     bool isCondition = info->opClass == OpClass::Ternary && i == 0;
     std::optional<DType> dtype = isCondition ? DType::boolean : valueDType;
     if (!dtype) {
-      diag.error(operand.loc, "cannot infer the dtype of this literal: '" +
-                                  binding.callee +
-                                  "' needs at least one tensor operand");
+      diag.error(operand.loc,
+                 "cannot infer the dtype of this literal: " +
+                     std::string(info->opClass == OpClass::Ternary
+                                     ? "'where' needs a tensor as one of its "
+                                       "value operands (the second or third)"
+                                     : "'" + binding.callee +
+                                           "' needs at least one tensor operand"));
       return std::nullopt;
     }
     std::string problem = checkLiteralForDType(operand.literal, *dtype);

@@ -15,6 +15,7 @@
 #define FUSEC_IR_OPS_H
 
 #include "fusec/IR/IR.h"
+#include "fusec/IR/Kernel.h"
 
 #include "llvm/ADT/ArrayRef.h"
 
@@ -76,6 +77,62 @@ private:
 
 using InferFn = std::optional<Type> (*)(InferContext &);
 
+/// Builds the kernel of one op binding: the op's legalization writes stages
+/// through it. Operand i (not a literal) is the input buffer `inputName(i)`;
+/// literal operands are folded into the stages as constants.
+class KernelBuilder {
+public:
+  KernelBuilder(const Binding &binding, const Type &resultType);
+
+  const Binding &binding;
+  const Type resultType;
+  const Type &operandType(size_t i) const { return operandTypes[i]; }
+  size_t numOperands() const { return operandTypes.size(); }
+  const Attr *attr(llvm::StringRef name) const { return binding.attrs.get(name); }
+  /// Normalized axes of an `Axes` attribute (validated by inference).
+  std::vector<int64_t> axes(llvm::StringRef name, int64_t rank,
+                            std::vector<int64_t> defaults) const;
+  std::vector<int64_t> intList(llvm::StringRef name, size_t size,
+                               std::vector<int64_t> defaults) const;
+
+  /// The input buffer of operand `i` (letters a, b, c, ...).
+  static std::string inputName(size_t i);
+  /// Output buffer names: `out`, or `out0`, `out1`, ... for a tuple result.
+  std::string outputName(size_t i) const;
+  /// Operand `i` read at `indices` of an output of shape `shape`, NumPy
+  /// broadcast: leading dims dropped, unit dims read at index 0.
+  KExprPtr broadcastOperand(size_t i, const std::vector<KExprPtr> &indices,
+                            const Shape &shape) const;
+  KExprPtr load(size_t i, std::vector<KExprPtr> indices) const;
+  KExprPtr loadBuffer(const std::string &buffer, std::vector<KExprPtr> indices) const;
+  static std::vector<std::string> varNames(const char *prefix, size_t count);
+  static std::vector<KExprPtr> vars(const std::vector<std::string> &names);
+
+  void addInternal(const std::string &name, const Type &type);
+  void addStage(const std::string &buffer, std::vector<std::string> spatialVars,
+                KExprPtr body);
+  void addReduction(const std::string &buffer, std::vector<std::string> spatialVars,
+                    const std::string &combiner,
+                    std::vector<std::pair<std::string, Dim>> reduceVars,
+                    double init, DType accumulate, KExprPtr body);
+  std::unique_ptr<Kernel> finish(const std::string &name);
+
+private:
+  std::vector<Type> operandTypes;
+  std::unique_ptr<Kernel> kernel;
+};
+
+/// The dtype an op computes in: f32 for f16/bf16, i64 for integers.
+DType computeDType(DType dtype);
+/// The identity of a max/min reduction in `dtype` (-inf/+inf or the
+/// integer limits).
+double lowestValue(DType dtype);
+double highestValue(DType dtype);
+/// Converts `e` to `dtype` unless it already has it.
+KExprPtr castTo(KExprPtr e, DType dtype);
+
+using LegalizeFn = void (*)(KernelBuilder &);
+
 struct OpInfo {
   const char *name;
   OpClass opClass;
@@ -85,6 +142,8 @@ struct OpInfo {
   InferFn infer;
   /// Literal operands allowed (binary and ternary ops).
   bool allowsLiterals = false;
+  /// Writes the op's stages; set by the op class file's registration.
+  LegalizeFn legalize = nullptr;
 };
 
 /// The op named `name`, or null.
@@ -102,6 +161,11 @@ void normalizeOpAttrs(Binding &binding);
 /// Infers the result type of an op binding (operands already typed).
 /// Validates operand count, literal use, dtypes and attributes.
 std::optional<Type> inferOpType(const Binding &binding, DiagEngine &diag);
+
+/// The kernel of an op binding whose operands are typed (`legalize` and the
+/// interpreter use it). The kernel is named `name`.
+std::unique_ptr<Kernel> legalizeOp(const Binding &binding,
+                                   const std::string &name);
 
 /// NumPy broadcasting of two shapes; symbolic dims must be equal by name.
 /// On a mismatch returns std::nullopt and sets `error`.

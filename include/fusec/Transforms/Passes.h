@@ -16,6 +16,9 @@ namespace fusec {
 /// `dce`: dead bindings and functions unreachable from an entry point.
 std::unique_ptr<Pass> createDCEPass();
 
+/// `legalize`: graph ops to call_kernel + kernel definitions.
+std::unique_ptr<Pass> createLegalizePass();
+
 } // namespace fusec
 
 #endif // FUSEC_TRANSFORMS_PASSES_H

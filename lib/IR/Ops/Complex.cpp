@@ -197,6 +197,214 @@ static std::optional<Type> inferAdaptivePool2d(InferContext &ctx) {
   return Type::tensor(x.getDType(), shape);
 }
 
+//===----------------------------------------------------------------------===//
+// Legalization. matmul and conv2d are one multiply-accumulate reduction
+// (the FMA shape the analysis calls out_ewise_fusable); padding is a
+// bounds predicate inside the body rather than a padded copy. Pools reduce
+// a window; average pools divide by the number of in-bounds elements
+// (TVM's count_include_pad = false).
+//===----------------------------------------------------------------------===//
+
+static KExprPtr dimValue(const Dim &dim) {
+  return dim.isSymbolic() ? KExpr::var(dim.symbol) : KExpr::intConst(dim.size);
+}
+
+static KExprPtr plus(KExprPtr a, int64_t constant) {
+  if (constant == 0)
+    return a;
+  return constant > 0 ? KExpr::binary(KExpr::Add, a, KExpr::intConst(constant))
+                      : KExpr::binary(KExpr::Sub, a, KExpr::intConst(-constant));
+}
+
+static KExprPtr times(KExprPtr a, int64_t constant) {
+  return constant == 1 ? a : KExpr::binary(KExpr::Mul, a, KExpr::intConst(constant));
+}
+
+static KExprPtr both(KExprPtr a, KExprPtr b) {
+  return a ? (b ? KExpr::binary(KExpr::And, a, b) : a) : b;
+}
+
+static void legalizeMatmul(KernelBuilder &b) {
+  Shape left = b.operandType(0).getShape(), right = b.operandType(1).getShape();
+  bool leftVector = left.size() == 1, rightVector = right.size() == 1;
+  const Shape &out = b.resultType.getShape();
+  auto vars = KernelBuilder::varNames("i", out.size());
+  std::vector<KExprPtr> outVars = KernelBuilder::vars(vars);
+  size_t batch = out.size() - (leftVector ? 0 : 1) - (rightVector ? 0 : 1);
+  KExprPtr r = KExpr::var("r0");
+  auto batchIndices = [&](const Shape &operand, size_t matrixDims) {
+    std::vector<KExprPtr> indices;
+    size_t operandBatch = operand.size() - matrixDims;
+    for (size_t d = 0; d < operandBatch; ++d) {
+      size_t outDim = batch - operandBatch + d;
+      bool broadcast = operand[d] == Dim::of(1) && out[outDim] != Dim::of(1);
+      indices.push_back(broadcast ? KExpr::intConst(0) : outVars[outDim]);
+    }
+    return indices;
+  };
+  std::vector<KExprPtr> a = batchIndices(left, leftVector ? 1 : 2);
+  if (!leftVector)
+    a.push_back(outVars[batch]);
+  a.push_back(r);
+  std::vector<KExprPtr> w = batchIndices(right, rightVector ? 1 : 2);
+  w.push_back(r);
+  if (!rightVector)
+    w.push_back(outVars.back());
+  DType acc = computeDType(b.resultType.getDType());
+  KExprPtr product = KExpr::call(
+      "multiply", {castTo(b.load(0, a), acc), castTo(b.load(1, w), acc)}, acc);
+  b.addReduction(b.outputName(0), vars, "add", {{"r0", left.back()}}, 0.0, acc,
+                 product);
+}
+
+/// An input read through a padded window: the load, guarded by a bounds
+/// predicate when the window can leave the input.
+struct WindowRead {
+  std::vector<KExprPtr> indices;
+  KExprPtr inBounds; // null when always in bounds
+};
+
+static WindowRead windowRead(KernelBuilder &b, const std::vector<KExprPtr> &outVars,
+                             KExprPtr channel, const std::vector<int64_t> &strides,
+                             const std::vector<int64_t> &dilation,
+                             const std::vector<int64_t> &padding, bool ceilMode) {
+  const Shape &in = b.operandType(0).getShape();
+  WindowRead read{{outVars[0], channel}, nullptr};
+  for (int d = 0; d < 2; ++d) {
+    KExprPtr position = plus(KExpr::binary(KExpr::Add, times(outVars[2 + d], strides[d]),
+                                           times(KExpr::var(d ? "rw" : "rh"), dilation[d])),
+                             -padding[d]);
+    read.indices.push_back(position);
+    if (padding[d] > 0)
+      read.inBounds = both(read.inBounds, KExpr::binary(KExpr::Ge, position, KExpr::intConst(0)));
+    if (padding[d + 2] > 0 || ceilMode)
+      read.inBounds = both(read.inBounds,
+                           KExpr::binary(KExpr::Lt, position, dimValue(in[2 + d])));
+  }
+  return read;
+}
+
+/// [top, left, bottom, right] from 1, 2 or 4 values.
+static std::vector<int64_t> paddingValues(KernelBuilder &b) {
+  std::vector<int64_t> padding = b.intList("padding", 4, {0, 0, 0, 0});
+  if (padding.size() == 1)
+    padding.assign(4, padding[0]);
+  else if (padding.size() == 2)
+    padding = {padding[0], padding[1], padding[0], padding[1]};
+  return padding;
+}
+
+static std::vector<int64_t> pairValues(KernelBuilder &b, llvm::StringRef name,
+                                       int64_t defaultValue) {
+  std::vector<int64_t> values = b.intList(name, 2, {defaultValue, defaultValue});
+  if (values.size() == 1)
+    values.assign(2, values[0]);
+  return values;
+}
+
+static void legalizeConv2d(KernelBuilder &b) {
+  const Shape &weights = b.operandType(1).getShape();
+  const Shape &out = b.resultType.getShape();
+  int64_t groups = b.attr("groups") ? b.attr("groups")->intValue : 1;
+  auto vars = KernelBuilder::varNames("i", 4);
+  std::vector<KExprPtr> outVars = KernelBuilder::vars(vars);
+  KExprPtr c = KExpr::var("rc");
+  KExprPtr channel = c;
+  if (groups > 1) // input channel = group(o) * (C / groups) + c
+    channel = KExpr::binary(
+        KExpr::Add,
+        times(KExpr::binary(KExpr::FloorDiv, outVars[1],
+                            KExpr::intConst(out[1].size / groups)),
+              weights[1].size),
+        c);
+  WindowRead read = windowRead(b, outVars, channel, pairValues(b, "strides", 1),
+                               pairValues(b, "dilation", 1), paddingValues(b), false);
+  DType dtype = b.resultType.getDType(), acc = computeDType(dtype);
+  KExprPtr x = castTo(b.load(0, read.indices), acc);
+  if (read.inBounds)
+    x = KExpr::select(read.inBounds, x, KExpr::literal(0, acc));
+  KExprPtr w = castTo(b.load(1, {outVars[1], c, KExpr::var("rh"), KExpr::var("rw")}), acc);
+  b.addReduction(b.outputName(0), vars, "add",
+                 {{"rc", weights[1]}, {"rh", weights[2]}, {"rw", weights[3]}}, 0.0, acc,
+                 KExpr::call("multiply", {x, w}, acc));
+}
+
+static void legalizePool2d(KernelBuilder &b) {
+  std::vector<int64_t> poolSize = pairValues(b, "pool_size", 1);
+  bool ceilMode = b.attr("ceil_mode") && b.attr("ceil_mode")->boolValue;
+  auto vars = KernelBuilder::varNames("i", 4);
+  std::vector<KExprPtr> outVars = KernelBuilder::vars(vars);
+  WindowRead read = windowRead(b, outVars, outVars[1], pairValues(b, "strides", 1),
+                               pairValues(b, "dilation", 1), paddingValues(b), ceilMode);
+  DType dtype = b.resultType.getDType(), acc = computeDType(dtype);
+  std::vector<std::pair<std::string, Dim>> window = {{"rh", Dim::of(poolSize[0])},
+                                                     {"rw", Dim::of(poolSize[1])}};
+  KExprPtr x = castTo(b.load(0, read.indices), acc);
+  if (b.binding.callee == "nn.max_pool2d") {
+    if (read.inBounds)
+      x = KExpr::select(read.inBounds, x, KExpr::literal(lowestValue(acc), acc));
+    b.addReduction(b.outputName(0), vars, "max", window, lowestValue(dtype), acc, x);
+    return;
+  }
+  b.addInternal("sum", Type::tensor(acc, b.resultType.getShape()));
+  KExprPtr count = KExpr::literal(double(poolSize[0] * poolSize[1]), acc);
+  if (read.inBounds) {
+    x = KExpr::select(read.inBounds, x, KExpr::literal(0, acc));
+    b.addInternal("count", Type::tensor(acc, b.resultType.getShape()));
+    b.addReduction("count", vars, "add", window, 0.0, acc,
+                   KExpr::select(read.inBounds, KExpr::literal(1, acc),
+                                 KExpr::literal(0, acc)));
+    count = b.loadBuffer("count", outVars);
+  }
+  b.addReduction("sum", vars, "add", window, 0.0, acc, x);
+  b.addStage(b.outputName(0), vars,
+             castTo(KExpr::call("divide", {b.loadBuffer("sum", outVars), count}, acc), dtype));
+}
+
+static void legalizeAdaptivePool2d(KernelBuilder &b) {
+  const Shape &in = b.operandType(0).getShape(), &out = b.resultType.getShape();
+  auto vars = KernelBuilder::varNames("i", 4);
+  std::vector<KExprPtr> outVars = KernelBuilder::vars(vars);
+  DType dtype = b.resultType.getDType(), acc = computeDType(dtype);
+  std::vector<KExprPtr> starts, lengths;
+  std::vector<std::pair<std::string, Dim>> window;
+  for (int d = 0; d < 2; ++d) {
+    // Window [floor(o * I / O), ceil((o + 1) * I / O)).
+    KExprPtr inSize = dimValue(in[2 + d]), outSize = dimValue(out[2 + d]);
+    KExprPtr start = KExpr::binary(KExpr::FloorDiv,
+                                   KExpr::binary(KExpr::Mul, outVars[2 + d], inSize), outSize);
+    KExprPtr end = KExpr::binary(
+        KExpr::FloorDiv,
+        KExpr::binary(KExpr::Sub,
+                      KExpr::binary(KExpr::Add,
+                                    KExpr::binary(KExpr::Mul, plus(outVars[2 + d], 1), inSize),
+                                    outSize),
+                      KExpr::intConst(1)),
+        outSize);
+    int64_t widest = 1;
+    if (in[2 + d].isStatic() && out[2 + d].isStatic() && out[2 + d].size > 0)
+      for (int64_t o = 0; o < out[2 + d].size; ++o)
+        widest = std::max(widest, (((o + 1) * in[2 + d].size + out[2 + d].size - 1) /
+                                   out[2 + d].size) - (o * in[2 + d].size / out[2 + d].size));
+    starts.push_back(start);
+    lengths.push_back(KExpr::binary(KExpr::Sub, end, start));
+    window.push_back({d ? "rw" : "rh", Dim::of(widest)});
+  }
+  KExprPtr rh = KExpr::var("rh"), rw = KExpr::var("rw");
+  KExprPtr inside = KExpr::binary(KExpr::And, KExpr::binary(KExpr::Lt, rh, lengths[0]),
+                                  KExpr::binary(KExpr::Lt, rw, lengths[1]));
+  KExprPtr x = castTo(b.load(0, {outVars[0], outVars[1],
+                                 KExpr::binary(KExpr::Add, starts[0], rh),
+                                 KExpr::binary(KExpr::Add, starts[1], rw)}),
+                      acc);
+  b.addInternal("sum", Type::tensor(acc, out));
+  b.addReduction("sum", vars, "add", window, 0.0, acc,
+                 KExpr::select(inside, x, KExpr::literal(0, acc)));
+  KExprPtr area = KExpr::cast(KExpr::binary(KExpr::Mul, lengths[0], lengths[1]), acc);
+  b.addStage(b.outputName(0), vars,
+             castTo(KExpr::call("divide", {b.loadBuffer("sum", outVars), area}, acc), dtype));
+}
+
 void fusec::registerComplexOps(std::vector<const OpInfo *> &registry) {
   static const std::vector<AttrSpec> poolAttrs = {
       {"pool_size", AttrSchema::IntOrList}, {"strides", AttrSchema::IntOrList},
@@ -204,17 +412,20 @@ void fusec::registerComplexOps(std::vector<const OpInfo *> &registry) {
       {"ceil_mode", AttrSchema::Bool}};
   static const OpInfo ops[] = {
       {"matmul", OpClass::Complex, 2, 2,
-       {{"out_dtype", AttrSchema::DTypeName}}, inferMatmul},
+       {{"out_dtype", AttrSchema::DTypeName}}, inferMatmul, false, legalizeMatmul},
       {"nn.conv2d", OpClass::Complex, 2, 2,
        {{"strides", AttrSchema::IntOrList},
         {"padding", AttrSchema::IntOrList},
         {"dilation", AttrSchema::IntOrList},
         {"groups", AttrSchema::Int}},
-       inferConv2d},
-      {"nn.max_pool2d", OpClass::Complex, 1, 1, poolAttrs, inferPool2d},
-      {"nn.avg_pool2d", OpClass::Complex, 1, 1, poolAttrs, inferPool2d},
+       inferConv2d, false, legalizeConv2d},
+      {"nn.max_pool2d", OpClass::Complex, 1, 1, poolAttrs, inferPool2d, false,
+       legalizePool2d},
+      {"nn.avg_pool2d", OpClass::Complex, 1, 1, poolAttrs, inferPool2d, false,
+       legalizePool2d},
       {"nn.adaptive_avg_pool2d", OpClass::Complex, 1, 1,
-       {{"output_size", AttrSchema::IntOrList}}, inferAdaptivePool2d},
+       {{"output_size", AttrSchema::IntOrList}}, inferAdaptivePool2d, false,
+       legalizeAdaptivePool2d},
   };
   for (const OpInfo &op : ops)
     registry.push_back(&op);

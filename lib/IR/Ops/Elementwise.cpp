@@ -122,6 +122,61 @@ static std::optional<Type> inferWhere(InferContext &ctx) {
   return Type::tensor(branches->getDType(), *shape);
 }
 
+//===----------------------------------------------------------------------===//
+// Legalization: one spatial stage reading every operand at the output's
+// iteration variables (broadcast operands at index 0 on unit dims), so the
+// analysis finds `elemwise` when an operand has the full shape and
+// `broadcast` when none has.
+//===----------------------------------------------------------------------===//
+
+/// The kernel-level operation of a graph op (`nn.relu` -> `relu`).
+static std::string kernelOpName(llvm::StringRef op) {
+  return op.startswith("nn.") ? op.drop_front(3).str() : op.str();
+}
+
+static std::vector<KExprPtr> operandsAtOutput(KernelBuilder &b,
+                                             std::vector<std::string> &vars) {
+  const Shape &shape = b.resultType.getShape();
+  vars = KernelBuilder::varNames("i", shape.size());
+  std::vector<KExprPtr> indices = KernelBuilder::vars(vars), operands;
+  for (size_t i = 0; i < b.numOperands(); ++i)
+    operands.push_back(b.broadcastOperand(i, indices, shape));
+  return operands;
+}
+
+static void legalizeCall(KernelBuilder &b) {
+  std::vector<std::string> vars;
+  std::vector<KExprPtr> operands = operandsAtOutput(b, vars);
+  std::string op = kernelOpName(b.binding.callee);
+  const KernelOpInfo *info = lookupKernelOp(op);
+  DType dtype = info->returnsBool ? DType::boolean : operands[0]->dtype;
+  b.addStage(b.outputName(0), vars, KExpr::call(op, operands, dtype));
+}
+
+static void legalizeClip(KernelBuilder &b) {
+  std::vector<std::string> vars;
+  KExprPtr x = operandsAtOutput(b, vars)[0];
+  DType dtype = x->dtype;
+  KExprPtr low = KExpr::literal(roundToDType(b.attr("min")->asDouble(), dtype), dtype);
+  KExprPtr high = KExpr::literal(roundToDType(b.attr("max")->asDouble(), dtype), dtype);
+  KExprPtr clipped = KExpr::call(
+      "minimum", {KExpr::call("maximum", {x, low}, dtype), high}, dtype);
+  b.addStage(b.outputName(0), vars, clipped);
+}
+
+static void legalizeAstype(KernelBuilder &b) {
+  std::vector<std::string> vars;
+  KExprPtr x = operandsAtOutput(b, vars)[0];
+  b.addStage(b.outputName(0), vars, castTo(x, b.resultType.getDType()));
+}
+
+static void legalizeWhere(KernelBuilder &b) {
+  std::vector<std::string> vars;
+  std::vector<KExprPtr> operands = operandsAtOutput(b, vars);
+  b.addStage(b.outputName(0), vars,
+             KExpr::select(operands[0], operands[1], operands[2]));
+}
+
 void fusec::registerElementwiseOps(std::vector<const OpInfo *> &registry) {
   static const char *floatUnary[] = {
       "exp",   "log",  "sqrt",  "rsqrt", "sin",     "cos",
@@ -136,23 +191,26 @@ void fusec::registerElementwiseOps(std::vector<const OpInfo *> &registry) {
                                       "greater_equal"};
   static std::vector<OpInfo> ops;
   for (const char *name : floatUnary)
-    ops.push_back({name, OpClass::Unary, 1, 1, {}, inferFloatUnary});
+    ops.push_back({name, OpClass::Unary, 1, 1, {}, inferFloatUnary, false, legalizeCall});
   for (const char *name : numericUnary)
-    ops.push_back({name, OpClass::Unary, 1, 1, {}, inferNumericUnary});
-  ops.push_back({"logical_not", OpClass::Unary, 1, 1, {}, inferLogicalUnary});
+    ops.push_back({name, OpClass::Unary, 1, 1, {}, inferNumericUnary, false, legalizeCall});
+  ops.push_back({"logical_not", OpClass::Unary, 1, 1, {}, inferLogicalUnary, false,
+                 legalizeCall});
   ops.push_back({"clip", OpClass::Unary, 1, 1,
                  {{"min", AttrSchema::Float, true},
                   {"max", AttrSchema::Float, true}},
-                 inferClip});
+                 inferClip, false, legalizeClip});
   ops.push_back({"astype", OpClass::Unary, 1, 1,
-                 {{"dtype", AttrSchema::DTypeName, true}}, inferAstype});
+                 {{"dtype", AttrSchema::DTypeName, true}}, inferAstype, false,
+                 legalizeAstype});
   for (const char *name : arithmetic)
-    ops.push_back({name, OpClass::Binary, 2, 2, {}, inferArithmetic, true});
+    ops.push_back({name, OpClass::Binary, 2, 2, {}, inferArithmetic, true, legalizeCall});
   for (const char *name : comparisons)
-    ops.push_back({name, OpClass::Binary, 2, 2, {}, inferComparison, true});
+    ops.push_back({name, OpClass::Binary, 2, 2, {}, inferComparison, true, legalizeCall});
   for (const char *name : {"logical_and", "logical_or"})
-    ops.push_back({name, OpClass::Binary, 2, 2, {}, inferLogicalBinary, true});
-  ops.push_back({"where", OpClass::Ternary, 3, 3, {}, inferWhere, true});
+    ops.push_back({name, OpClass::Binary, 2, 2, {}, inferLogicalBinary, true,
+                   legalizeCall});
+  ops.push_back({"where", OpClass::Ternary, 3, 3, {}, inferWhere, true, legalizeWhere});
   for (const OpInfo &op : ops)
     registry.push_back(&op);
 }

@@ -326,32 +326,228 @@ static std::optional<Type> inferTake(InferContext &ctx) {
   return Type::tensor(data.getDType(), shape);
 }
 
+//===----------------------------------------------------------------------===//
+// Legalization: one stage per output whose loads index the input with
+// expressions of the output's iteration variables only (injective); pure
+// re-orderings of them give broadcast, and the identity elemwise.
+//===----------------------------------------------------------------------===//
+
+static KExprPtr dimExpr(const Dim &dim) {
+  return dim.isSymbolic() ? KExpr::var(dim.symbol) : KExpr::intConst(dim.size);
+}
+
+static KExprPtr mulExpr(KExprPtr a, KExprPtr b) {
+  if (a->kind == KExpr::IntConst && a->intValue == 1)
+    return b;
+  if (b->kind == KExpr::IntConst && b->intValue == 1)
+    return a;
+  return KExpr::binary(KExpr::Mul, a, b);
+}
+
+static KExprPtr addExpr(KExprPtr a, KExprPtr b) {
+  if (b->kind == KExpr::IntConst && b->intValue == 0)
+    return a;
+  if (a->kind == KExpr::IntConst && a->intValue == 0)
+    return b;
+  if (b->kind == KExpr::IntConst && b->intValue < 0)
+    return KExpr::binary(KExpr::Sub, a, KExpr::intConst(-b->intValue));
+  return KExpr::binary(KExpr::Add, a, b);
+}
+
+/// Row-major flat position of `indices` in `shape`.
+static KExprPtr ravel(const std::vector<KExprPtr> &indices, const Shape &shape) {
+  KExprPtr flat = KExpr::intConst(0);
+  for (size_t d = 0; d < shape.size(); ++d)
+    flat = addExpr(mulExpr(flat, dimExpr(shape[d])), indices[d]);
+  if (shape.empty())
+    return KExpr::intConst(0);
+  return flat;
+}
+
+/// The indices of flat position `flat` in `shape`.
+static std::vector<KExprPtr> unravel(KExprPtr flat, const Shape &shape) {
+  std::vector<KExprPtr> indices(shape.size());
+  KExprPtr stride = KExpr::intConst(1);
+  for (size_t d = shape.size(); d-- > 0;) {
+    KExprPtr quotient = stride->kind == KExpr::IntConst && stride->intValue == 1
+                            ? flat
+                            : KExpr::binary(KExpr::FloorDiv, flat, stride);
+    indices[d] = d == 0 ? quotient
+                        : KExpr::binary(KExpr::Mod, quotient, dimExpr(shape[d]));
+    stride = mulExpr(stride, dimExpr(shape[d]));
+  }
+  return indices;
+}
+
+static void legalizeReshape(KernelBuilder &b) {
+  const Shape &out = b.resultType.getShape(), &in = b.operandType(0).getShape();
+  auto vars = KernelBuilder::varNames("i", out.size());
+  std::vector<KExprPtr> indices = KernelBuilder::vars(vars);
+  if (out != in)
+    indices = unravel(ravel(indices, out), in);
+  b.addStage(b.outputName(0), vars, b.load(0, indices));
+}
+
+static void legalizePermuteDims(KernelBuilder &b) {
+  int64_t rank = b.operandType(0).getRank();
+  std::vector<int64_t> reversed;
+  for (int64_t i = rank - 1; i >= 0; --i)
+    reversed.push_back(i);
+  std::vector<int64_t> axes = b.axes("axes", rank, reversed);
+  auto vars = KernelBuilder::varNames("i", rank);
+  std::vector<KExprPtr> indices(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    indices[axes[d]] = KExpr::var(vars[d]);
+  b.addStage(b.outputName(0), vars, b.load(0, indices));
+}
+
+static void legalizeExpandDims(KernelBuilder &b) {
+  int64_t outRank = b.resultType.getRank();
+  std::vector<int64_t> axes = b.axes("axis", outRank, {});
+  auto vars = KernelBuilder::varNames("i", outRank);
+  std::vector<KExprPtr> indices;
+  for (int64_t d = 0; d < outRank; ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end())
+      indices.push_back(KExpr::var(vars[d]));
+  b.addStage(b.outputName(0), vars, b.load(0, indices));
+}
+
+static void legalizeSqueeze(KernelBuilder &b) {
+  const Shape &in = b.operandType(0).getShape();
+  std::vector<int64_t> unit;
+  for (int64_t d = 0; d < int64_t(in.size()); ++d)
+    if (in[d] == Dim::of(1))
+      unit.push_back(d);
+  std::vector<int64_t> axes = b.axes("axis", in.size(), unit);
+  auto vars = KernelBuilder::varNames("i", b.resultType.getRank());
+  std::vector<KExprPtr> indices;
+  size_t next = 0;
+  for (int64_t d = 0; d < int64_t(in.size()); ++d)
+    indices.push_back(std::find(axes.begin(), axes.end(), d) != axes.end()
+                          ? KExpr::intConst(0)
+                          : KExpr::var(vars[next++]));
+  b.addStage(b.outputName(0), vars, b.load(0, indices));
+}
+
+static void legalizeBroadcastTo(KernelBuilder &b) {
+  const Shape &out = b.resultType.getShape();
+  auto vars = KernelBuilder::varNames("i", out.size());
+  b.addStage(b.outputName(0), vars,
+             b.broadcastOperand(0, KernelBuilder::vars(vars), out));
+}
+
+static void legalizeConcat(KernelBuilder &b) {
+  const Shape &out = b.resultType.getShape();
+  int64_t axis = b.axes("axis", out.size(), {0}).front();
+  auto vars = KernelBuilder::varNames("i", out.size());
+  std::vector<int64_t> offsets{0};
+  for (size_t i = 0; i < b.numOperands(); ++i)
+    offsets.push_back(offsets.back() + b.operandType(i).getShape()[axis].size);
+  auto operandAt = [&](size_t i) {
+    std::vector<KExprPtr> indices = KernelBuilder::vars(vars);
+    indices[axis] = addExpr(indices[axis], KExpr::intConst(-offsets[i]));
+    return b.load(i, indices);
+  };
+  size_t last = b.numOperands() - 1;
+  KExprPtr body = operandAt(last);
+  for (size_t i = last; i-- > 0;)
+    body = KExpr::select(KExpr::binary(KExpr::Lt, KExpr::var(vars[axis]),
+                                       KExpr::intConst(offsets[i + 1])),
+                         operandAt(i), body);
+  b.addStage(b.outputName(0), vars, body);
+}
+
+static void legalizeSplit(KernelBuilder &b) {
+  int64_t rank = b.operandType(0).getRank();
+  int64_t axis = b.axes("axis", rank, {0}).front();
+  int64_t begin = 0;
+  for (size_t k = 0; k < b.resultType.getFields().size(); ++k) {
+    auto vars = KernelBuilder::varNames("i", rank);
+    std::vector<KExprPtr> indices = KernelBuilder::vars(vars);
+    indices[axis] = addExpr(indices[axis], KExpr::intConst(begin));
+    b.addStage(b.outputName(k), vars, b.load(0, indices));
+    const Dim &extent = b.resultType.getFields()[k].getShape()[axis];
+    begin += extent.isStatic() ? extent.size : 0;
+  }
+}
+
+static void legalizeStridedSlice(KernelBuilder &b) {
+  const Shape &in = b.operandType(0).getShape();
+  std::vector<int64_t> axes = b.axes("axes", in.size(), {});
+  std::vector<int64_t> begin = b.intList("begin", axes.size(), {});
+  std::vector<int64_t> strides =
+      b.intList("strides", axes.size(), std::vector<int64_t>(axes.size(), 1));
+  auto vars = KernelBuilder::varNames("i", in.size());
+  std::vector<KExprPtr> indices = KernelBuilder::vars(vars);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t length = in[axes[k]].size, start = begin[k];
+    // Python's slice start: negative counts from the end, then clamped.
+    if (start < 0)
+      start = start < -length ? (strides[k] > 0 ? 0 : -1) : start + length;
+    start = strides[k] > 0 ? std::clamp<int64_t>(start, 0, length)
+                           : std::clamp<int64_t>(start, -1, length - 1);
+    indices[axes[k]] = addExpr(mulExpr(indices[axes[k]], KExpr::intConst(strides[k])),
+                               KExpr::intConst(start));
+  }
+  b.addStage(b.outputName(0), vars, b.load(0, indices));
+}
+
+static void legalizeTake(KernelBuilder &b) {
+  const Shape &data = b.operandType(0).getShape();
+  const Shape &idxShape = b.operandType(1).getShape();
+  auto vars = KernelBuilder::varNames("i", b.resultType.getRank());
+  std::vector<KExprPtr> all = KernelBuilder::vars(vars);
+  bool flattened = !b.attr("axis");
+  int64_t axis = flattened ? 0 : b.axes("axis", data.size(), {0}).front();
+  std::vector<KExprPtr> idxIndices(all.begin() + axis,
+                                   all.begin() + axis + idxShape.size());
+  KExprPtr index = b.load(1, idxIndices);
+  // A negative index counts from the end once (spec §4).
+  KExprPtr extent = flattened ? ravel({}, {}) : dimExpr(data[axis]);
+  if (flattened) {
+    extent = KExpr::intConst(1);
+    for (const Dim &dim : data)
+      extent = mulExpr(extent, dimExpr(dim));
+  }
+  KExprPtr wrapped = KExpr::select(KExpr::binary(KExpr::Lt, index, KExpr::intConst(0)),
+                                   KExpr::binary(KExpr::Add, index, extent), index);
+  std::vector<KExprPtr> dataIndices;
+  if (flattened) {
+    dataIndices = unravel(wrapped, data);
+  } else {
+    dataIndices.assign(all.begin(), all.begin() + axis);
+    dataIndices.push_back(wrapped);
+    dataIndices.insert(dataIndices.end(), all.begin() + axis + idxShape.size(), all.end());
+  }
+  b.addStage(b.outputName(0), vars, b.load(0, dataIndices));
+}
+
 void fusec::registerInjectiveOps(std::vector<const OpInfo *> &registry) {
   static const OpInfo ops[] = {
       {"reshape", OpClass::Injective, 1, 1,
-       {{"shape", AttrSchema::ShapeList, true}}, inferReshape},
+       {{"shape", AttrSchema::ShapeList, true}}, inferReshape, false, legalizeReshape},
       {"permute_dims", OpClass::Injective, 1, 1,
-       {{"axes", AttrSchema::Axes}}, inferPermuteDims},
+       {{"axes", AttrSchema::Axes}}, inferPermuteDims, false, legalizePermuteDims},
       {"expand_dims", OpClass::Injective, 1, 1,
-       {{"axis", AttrSchema::Axes, true}}, inferExpandDims},
+       {{"axis", AttrSchema::Axes, true}}, inferExpandDims, false, legalizeExpandDims},
       {"squeeze", OpClass::Injective, 1, 1, {{"axis", AttrSchema::Axes}},
-       inferSqueeze},
+       inferSqueeze, false, legalizeSqueeze},
       {"broadcast_to", OpClass::Injective, 1, 1,
-       {{"shape", AttrSchema::ShapeList, true}}, inferBroadcastTo},
+       {{"shape", AttrSchema::ShapeList, true}}, inferBroadcastTo, false, legalizeBroadcastTo},
       {"concat", OpClass::Injective, 1, -1, {{"axis", AttrSchema::Axes}},
-       inferConcat},
+       inferConcat, false, legalizeConcat},
       {"split", OpClass::Injective, 1, 1,
        {{"indices_or_sections", AttrSchema::IntOrList, true},
         {"axis", AttrSchema::Axes}},
-       inferSplit},
+       inferSplit, false, legalizeSplit},
       {"strided_slice", OpClass::Injective, 1, 1,
        {{"axes", AttrSchema::Axes, true},
         {"begin", AttrSchema::IntOrList, true},
         {"end", AttrSchema::IntOrList, true},
         {"strides", AttrSchema::IntOrList}},
-       inferStridedSlice},
+       inferStridedSlice, false, legalizeStridedSlice},
       {"take", OpClass::Injective, 2, 2, {{"axis", AttrSchema::Axes}},
-       inferTake},
+       inferTake, false, legalizeTake},
   };
   for (const OpInfo &op : ops)
     registry.push_back(&op);

@@ -1,0 +1,213 @@
+//===- KernelBuilder.cpp - Helpers for writing op legalizations -----------===//
+//
+// What every legalization needs: input buffers named by operand position,
+// NumPy-broadcast operand reads, fresh iteration variables, stages and
+// internal buffers. `legalizeOp` runs an op's legalization and verifies the
+// kernel it wrote, so a legalization bug is an internal error, not a silently
+// wrong kernel.
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/IR/Ops.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace fusec;
+
+DType fusec::computeDType(DType dtype) {
+  if (dtype == DType::f16 || dtype == DType::bf16)
+    return DType::f32;
+  if (isIntDType(dtype))
+    return DType::i64;
+  return dtype;
+}
+
+double fusec::lowestValue(DType dtype) {
+  switch (dtype) {
+  case DType::i8: return -128;
+  case DType::i32: return -2147483648.0;
+  case DType::i64: return -9223372036854775808.0;
+  case DType::boolean: return 0;
+  default: return -INFINITY;
+  }
+}
+
+double fusec::highestValue(DType dtype) {
+  switch (dtype) {
+  case DType::i8: return 127;
+  case DType::i32: return 2147483647.0;
+  case DType::i64: return 9223372036854774784.0; // largest double below 2^63
+  case DType::boolean: return 1;
+  default: return INFINITY;
+  }
+}
+
+KExprPtr fusec::castTo(KExprPtr e, DType dtype) {
+  if (e->dtype == dtype)
+    return e;
+  if (e->kind == KExpr::Literal)
+    return KExpr::literal(roundToDType(e->floatValue, dtype), dtype);
+  return KExpr::cast(std::move(e), dtype);
+}
+
+KernelBuilder::KernelBuilder(const Binding &binding, const Type &resultType)
+    : binding(binding), resultType(resultType),
+      kernel(std::make_unique<Kernel>()) {
+  for (size_t i = 0; i < binding.operands.size(); ++i) {
+    const Operand &operand = binding.operands[i];
+    if (operand.isLiteral()) {
+      operandTypes.push_back(Type());
+      continue;
+    }
+    operandTypes.push_back(operand.value->type);
+    kernel->inputs.push_back({inputName(i), operand.value->type, KBuffer::Input, {}});
+  }
+  // Literal operands take the dtype of the tensor operands (spec §3).
+  for (size_t i = 0; i < binding.operands.size(); ++i) {
+    if (!binding.operands[i].isLiteral())
+      continue;
+    DType dtype = DType::boolean;
+    bool isCondition = binding.callee == "where" && i == 0;
+    for (size_t j = isCondition ? 0 : (binding.callee == "where" ? 1 : 0);
+         j < binding.operands.size() && !isCondition; ++j)
+      if (!binding.operands[j].isLiteral()) {
+        dtype = binding.operands[j].value->type.getDType();
+        break;
+      }
+    operandTypes[i] = Type::tensor(dtype, {});
+  }
+  if (resultType.isTuple()) {
+    for (size_t i = 0; i < resultType.getFields().size(); ++i)
+      kernel->outputs.push_back(
+          {outputName(i), resultType.getFields()[i], KBuffer::Output, {}});
+  } else {
+    kernel->outputs.push_back({outputName(0), resultType, KBuffer::Output, {}});
+  }
+}
+
+std::string KernelBuilder::inputName(size_t i) {
+  return i < 26 ? std::string(1, char('a' + i)) : "x" + std::to_string(i);
+}
+
+std::string KernelBuilder::outputName(size_t i) const {
+  return resultType.isTuple() ? "out" + std::to_string(i) : "out";
+}
+
+std::vector<int64_t> KernelBuilder::axes(llvm::StringRef name, int64_t rank,
+                                         std::vector<int64_t> defaults) const {
+  const Attr *value = attr(name);
+  std::vector<int64_t> raw = defaults;
+  if (value) {
+    raw.clear();
+    if (value->kind == Attr::Int)
+      raw.push_back(value->intValue);
+    for (const Attr &item : value->list)
+      raw.push_back(item.intValue);
+  }
+  for (int64_t &axis : raw)
+    if (axis < 0)
+      axis += rank;
+  return raw;
+}
+
+std::vector<int64_t> KernelBuilder::intList(llvm::StringRef name, size_t size,
+                                            std::vector<int64_t> defaults) const {
+  const Attr *value = attr(name);
+  if (!value)
+    return defaults;
+  if (value->kind == Attr::Int)
+    return std::vector<int64_t>(size, value->intValue);
+  std::vector<int64_t> result;
+  for (const Attr &item : value->list)
+    result.push_back(item.intValue);
+  return result;
+}
+
+KExprPtr KernelBuilder::broadcastOperand(size_t i,
+                                         const std::vector<KExprPtr> &indices,
+                                         const Shape &shape) const {
+  const Operand &operand = binding.operands[i];
+  DType dtype = operandTypes[i].getDType();
+  if (operand.isLiteral()) {
+    const Attr &literal = operand.literal;
+    double value = literal.kind == Attr::Bool ? literal.boolValue : literal.asDouble();
+    return KExpr::literal(roundToDType(value, dtype), dtype);
+  }
+  const Shape &operandShape = operandTypes[i].getShape();
+  size_t offset = shape.size() - operandShape.size();
+  std::vector<KExprPtr> operandIndices;
+  for (size_t d = 0; d < operandShape.size(); ++d) {
+    bool broadcast = operandShape[d] == Dim::of(1) && shape[d + offset] != Dim::of(1);
+    operandIndices.push_back(broadcast ? KExpr::intConst(0) : indices[d + offset]);
+  }
+  return load(i, std::move(operandIndices));
+}
+
+KExprPtr KernelBuilder::load(size_t i, std::vector<KExprPtr> indices) const {
+  return KExpr::load(inputName(i), std::move(indices), operandTypes[i].getDType());
+}
+
+KExprPtr KernelBuilder::loadBuffer(const std::string &buffer,
+                                   std::vector<KExprPtr> indices) const {
+  const KBuffer *found = kernel->findBuffer(buffer);
+  return KExpr::load(buffer, std::move(indices), found->type.getDType());
+}
+
+std::vector<std::string> KernelBuilder::varNames(const char *prefix,
+                                                 size_t count) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < count; ++i)
+    names.push_back(prefix + std::to_string(i));
+  return names;
+}
+
+std::vector<KExprPtr> KernelBuilder::vars(const std::vector<std::string> &names) {
+  std::vector<KExprPtr> result;
+  for (const std::string &name : names)
+    result.push_back(KExpr::var(name));
+  return result;
+}
+
+void KernelBuilder::addInternal(const std::string &name, const Type &type) {
+  kernel->internals.push_back({name, type, KBuffer::Internal, {}});
+}
+
+void KernelBuilder::addStage(const std::string &buffer,
+                             std::vector<std::string> spatialVars, KExprPtr body) {
+  KStage stage;
+  stage.buffer = buffer;
+  stage.spatialVars = std::move(spatialVars);
+  stage.body = std::move(body);
+  kernel->stages.push_back(std::move(stage));
+}
+
+void KernelBuilder::addReduction(const std::string &buffer,
+                                 std::vector<std::string> spatialVars,
+                                 const std::string &combiner,
+                                 std::vector<std::pair<std::string, Dim>> reduceVars,
+                                 double init, DType accumulate, KExprPtr body) {
+  KStage stage;
+  stage.buffer = buffer;
+  stage.spatialVars = std::move(spatialVars);
+  stage.combiner = combiner;
+  stage.reduceVars = std::move(reduceVars);
+  stage.init = init;
+  stage.accumulate = accumulate;
+  stage.body = std::move(body);
+  kernel->stages.push_back(std::move(stage));
+}
+
+std::unique_ptr<Kernel> KernelBuilder::finish(const std::string &name) {
+  kernel->name = name;
+  return std::move(kernel);
+}
+
+std::unique_ptr<Kernel> fusec::legalizeOp(const Binding &binding,
+                                          const std::string &name) {
+  const OpInfo *info = lookupOp(binding.callee);
+  if (!info || !info->legalize)
+    return nullptr;
+  KernelBuilder builder(binding, binding.getType());
+  info->legalize(builder);
+  return builder.finish(name);
+}

@@ -1,0 +1,103 @@
+//===- Legalize.cpp - Graph ops to kernels --------------------------------===//
+//
+// Contract: every op binding `%y = OP(...)` of every graph function becomes
+// `%y = call_kernel @k(...)` plus a `kernel @k` holding the op's stages in
+// index notation (spec §5); call_extern, calls, tuples, constants and
+// aliases stay. Literal operands are folded into the kernel; the call passes
+// the remaining operands in order. Identical kernels are shared.
+//
+// Algorithm:
+//   1. For each op binding, build its kernel with the op's legalization
+//      (lib/IR/Ops/, beside the op's type inference).
+//   2. Print the kernel under a placeholder name; if an existing kernel
+//      prints the same, reuse it. Otherwise name it after the op (`add`,
+//      `nn.relu` -> `relu`), adding `_1`, `_2` ... on a clash.
+//   3. Rewrite the binding into a call_kernel.
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/IR/Kernel.h"
+#include "fusec/IR/Ops.h"
+#include "fusec/Transforms/Passes.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#define DEBUG_TYPE "legalize"
+
+using namespace fusec;
+
+FUSEC_STATISTIC(NumLegalized, "num-legalized", "Number of op bindings legalized");
+FUSEC_STATISTIC(NumKernels, "num-kernels", "Number of kernels created");
+
+namespace {
+class Legalize final : public Pass {
+public:
+  Legalize() : Pass("legalize") {}
+  bool run(Module &module, PassContext &context) override;
+
+private:
+  std::string kernelFor(Module &module, const Binding &binding);
+  llvm::StringMap<std::string> kernelByText; // placeholder text -> name
+  llvm::StringSet<> usedNames;
+};
+} // namespace
+
+static std::string baseName(llvm::StringRef op) {
+  std::string name = op.startswith("nn.") ? op.drop_front(3).str() : op.str();
+  std::replace(name.begin(), name.end(), '.', '_');
+  return name;
+}
+
+std::string Legalize::kernelFor(Module &module, const Binding &binding) {
+  std::unique_ptr<Kernel> kernel = legalizeOp(binding, "_");
+  std::string text = printKernel(*kernel);
+  auto existing = kernelByText.find(text);
+  if (existing != kernelByText.end())
+    return existing->second;
+  std::string name = baseName(binding.callee);
+  for (int suffix = 1; usedNames.count(name); ++suffix)
+    name = baseName(binding.callee) + "_" + std::to_string(suffix);
+  usedNames.insert(name);
+  kernel->name = name;
+  kernelByText[text] = name;
+  module.kernels.push_back(std::move(kernel));
+  ++NumKernels;
+  FUSEC_DEBUG("new kernel @" + name + " for %" + binding.getResult()->name);
+  return name;
+}
+
+bool Legalize::run(Module &module, PassContext &context) {
+  kernelByText.clear();
+  usedNames.clear();
+  for (const auto &function : module.functions)
+    usedNames.insert(function->name);
+  for (const auto &kernel : module.kernels) {
+    usedNames.insert(kernel->name);
+    std::string text = printKernel(*kernel);
+    // Existing kernels are shared too, under their own names.
+    std::unique_ptr<Kernel> copy = std::make_unique<Kernel>(*kernel);
+    copy->name = "_";
+    kernelByText.try_emplace(printKernel(*copy), kernel->name);
+  }
+  for (auto &function : module.functions) {
+    function->forEachBinding([&](Binding &binding) {
+      if (binding.kind != ExprKind::Op)
+        return;
+      std::string name = kernelFor(module, binding);
+      std::vector<Operand> operands;
+      for (const Operand &operand : binding.operands)
+        if (!operand.isLiteral())
+          operands.push_back(operand);
+      binding.kind = ExprKind::CallKernel;
+      binding.callee = name;
+      binding.operands = std::move(operands);
+      binding.attrs = Attrs();
+      ++NumLegalized;
+    });
+  }
+  return true;
+}
+
+std::unique_ptr<Pass> fusec::createLegalizePass() {
+  return std::make_unique<Legalize>();
+}

@@ -66,7 +66,8 @@ void TensorData::set(int64_t index, double value) {
   }
   case DType::f16:
   case DType::bf16: {
-    float v = static_cast<float>(value);
+    // Round once from double; the rounded value converts to bits exactly.
+    float v = static_cast<float>(roundToDType(value, dtype));
     uint16_t bits = dtype == DType::f16 ? floatToHalfBits(v)
                                         : floatToBFloat16Bits(v);
     std::memcpy(p, &bits, 2);
@@ -81,7 +82,10 @@ void TensorData::set(int64_t index, double value) {
     return;
   }
   case DType::i64: {
-    int64_t v = static_cast<int64_t>(value);
+    // Saturate: converting an out-of-range double to int64 is undefined.
+    int64_t v = value >= 9223372036854775807.0    ? INT64_MAX
+                : value <= -9223372036854775808.0 ? INT64_MIN
+                                                  : static_cast<int64_t>(value);
     std::memcpy(p, &v, 8);
     return;
   }
@@ -89,6 +93,20 @@ void TensorData::set(int64_t index, double value) {
     *p = value != 0;
     return;
   }
+}
+
+void TensorData::setInt(int64_t index, int64_t value) {
+  if (dtype != DType::i64)
+    return set(index, static_cast<double>(value));
+  std::memcpy(bytes.data() + index * 8, &value, 8);
+}
+
+int64_t TensorData::getInt(int64_t index) const {
+  if (dtype != DType::i64)
+    return static_cast<int64_t>(get(index));
+  int64_t v;
+  std::memcpy(&v, bytes.data() + index * 8, 8);
+  return v;
 }
 
 bool TensorData::operator==(const TensorData &other) const {
@@ -114,14 +132,23 @@ double fusec::randomConstantElement(uint64_t seed, int64_t index,
   return static_cast<double>(static_cast<int64_t>(u % 256) - 128);
 }
 
-static void flattenDense(const Attr &value, std::vector<double> &out) {
+static void flattenDense(const Attr &value, std::vector<const Attr *> &out) {
   if (value.kind == Attr::List) {
     for (const Attr &item : value.list)
       flattenDense(item, out);
     return;
   }
-  out.push_back(value.kind == Attr::Bool ? (value.boolValue ? 1 : 0)
-                                         : value.asDouble());
+  out.push_back(&value);
+}
+
+/// Stores a literal exactly: integers as integers (i64 keeps all bits).
+static void setFromLiteral(TensorData &data, int64_t index, const Attr &value) {
+  if (value.kind == Attr::Int)
+    data.setInt(index, value.intValue);
+  else if (value.kind == Attr::Bool)
+    data.set(index, value.boolValue ? 1 : 0);
+  else
+    data.set(index, value.floatValue);
 }
 
 TensorData ConstantData::materialize(const Type &type) const {
@@ -132,19 +159,16 @@ TensorData ConstantData::materialize(const Type &type) const {
   int64_t count = data.getNumElements();
   switch (form) {
   case Scalar:
-  case Splat: {
-    std::vector<double> flat;
-    flattenDense(values.front(), flat);
+  case Splat:
     for (int64_t i = 0; i < count; ++i)
-      data.set(i, flat.front());
+      setFromLiteral(data, i, values.front());
     break;
-  }
   case Dense: {
-    std::vector<double> flat;
+    std::vector<const Attr *> flat;
     for (const Attr &value : values)
       flattenDense(value, flat);
     for (int64_t i = 0; i < count && i < int64_t(flat.size()); ++i)
-      data.set(i, flat[i]);
+      setFromLiteral(data, i, *flat[i]);
     break;
   }
   case Random:
@@ -154,7 +178,8 @@ TensorData ConstantData::materialize(const Type &type) const {
   case File:
     if (fileContents && fileContents->getNumElements() == count)
       for (int64_t i = 0; i < count; ++i)
-        data.set(i, fileContents->get(i));
+        data.getDType() == DType::i64 ? data.setInt(i, fileContents->getInt(i))
+                                   : data.set(i, fileContents->get(i));
     break;
   }
   return data;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "fusec/IR/IR.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -49,14 +50,32 @@ bool fusec::isIntDType(DType dtype) {
   return dtype == DType::i8 || dtype == DType::i32 || dtype == DType::i64;
 }
 
+/// Rounds a double to a binary float format with `precision` significant
+/// bits, smallest normal exponent `minExponent` and largest finite value
+/// `maxFinite`, to nearest even, in one step (rounding through f32 first
+/// would round twice).
+static double roundToFormat(double value, int precision, int minExponent,
+                            double maxFinite) {
+  if (std::isnan(value) || std::isinf(value) || value == 0)
+    return value;
+  int exponent;
+  std::frexp(value, &exponent); // value = m * 2^exponent, 0.5 <= |m| < 1
+  int quantumExponent = std::max(exponent, minExponent + 1) - precision;
+  double rounded = std::ldexp(
+      std::nearbyint(std::ldexp(value, -quantumExponent)), quantumExponent);
+  if (std::fabs(rounded) > maxFinite)
+    return value < 0 ? -INFINITY : INFINITY;
+  return rounded;
+}
+
 double fusec::roundToDType(double value, DType dtype) {
   switch (dtype) {
   case DType::f32:
     return static_cast<float>(value);
   case DType::f16:
-    return halfBitsToFloat(floatToHalfBits(static_cast<float>(value)));
+    return roundToFormat(value, 11, -14, 65504.0);
   case DType::bf16:
-    return bfloat16BitsToFloat(floatToBFloat16Bits(static_cast<float>(value)));
+    return roundToFormat(value, 8, -126, std::ldexp(255.0, 120));
   case DType::boolean:
     return value != 0 ? 1 : 0;
   default:
@@ -91,10 +110,19 @@ std::string fusec::formatScalar(double value, DType dtype) {
     return value != 0 ? "true" : "false";
   if (isIntDType(dtype))
     return std::to_string(static_cast<int64_t>(value));
+  if (dtype == DType::f32 && float(value) == value && !std::isnan(value) &&
+      !std::isinf(value)) {
+    // The shortest text that reads back to the same f32.
+    char buffer[64];
+    auto result = std::to_chars(buffer, buffer + sizeof(buffer), float(value));
+    std::string text(buffer, result.ptr);
+    if (text.find_first_of(".e") == std::string::npos)
+      text += ".0";
+    return text;
+  }
   if (std::isnan(value) || std::isinf(value) || dtype == DType::f32 ||
       roundToDType(value, dtype) != value)
-    return formatFloat(dtype == DType::f32 ? double(float(value)) : value,
-                       /*forceFloatSyntax=*/true);
+    return formatFloat(value, /*forceFloatSyntax=*/true);
   // f16/bf16: the fewest digits that round back to the same value.
   for (int digits = 1; digits <= 17; ++digits) {
     char buffer[48];

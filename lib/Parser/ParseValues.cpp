@@ -94,10 +94,11 @@ bool Parser::parseType(Type &type) {
   }
   consume();
   // The element count must fit in int64 (spec §9).
-  double count = 1;
+  int64_t count = 1;
+  bool overflow = false;
   for (const Dim &dim : shape)
-    count *= dim.isStatic() ? double(dim.size) : 1.0;
-  if (count > 9.2e18)
+    overflow |= dim.isStatic() && __builtin_mul_overflow(count, dim.size, &count);
+  if (overflow)
     return errorAt(typeLoc, "tensor type has more elements than fit in i64");
   type = Type::tensor(*dtype, std::move(shape));
   return true;

@@ -23,23 +23,80 @@ using namespace fusec;
 // DiagEngine
 //===----------------------------------------------------------------------===//
 
+/// Prints `file:line:col: kind: message`, the source line and a caret line.
+/// Done here rather than by SMDiagnostic::print because the spec's rules
+/// differ from LLVM's: only `\n` ends a line (LLVM also starts a line after
+/// a lone `\r`), and the caret must appear even when the line holds
+/// non-ASCII bytes (LLVM then omits it). Tabs expand to multiples of 8 in
+/// both lines, as LLVM does; columns count bytes.
+static void printLocatedMessage(llvm::raw_ostream &os, llvm::SourceMgr &sourceMgr,
+                                llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind,
+                                const std::string &message,
+                                llvm::ArrayRef<llvm::SMRange> ranges) {
+  unsigned bufferId = sourceMgr.FindBufferContainingLoc(loc);
+  const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(bufferId);
+  const char *begin = buffer->getBufferStart(), *end = buffer->getBufferEnd();
+  const char *point = loc.getPointer();
+  const char *lineStart = point;
+  while (lineStart > begin && lineStart[-1] != '\n')
+    --lineStart;
+  const char *lineEnd = point;
+  while (lineEnd < end && *lineEnd != '\n')
+    ++lineEnd;
+  if (lineEnd > lineStart && lineEnd[-1] == '\r') // the \r of \r\n
+    --lineEnd;
+  unsigned line = sourceMgr.FindLineNumber(loc, bufferId);
+  const char *kindName = kind == llvm::SourceMgr::DK_Error     ? "error"
+                         : kind == llvm::SourceMgr::DK_Warning ? "warning"
+                                                               : "note";
+  os << buffer->getBufferIdentifier() << ":" << line << ":"
+     << (point - lineStart + 1) << ": " << kindName << ": " << message << "\n";
+  // The underline covers the first range on this line after the caret.
+  const char *underlineEnd = point + 1;
+  for (const llvm::SMRange &range : ranges)
+    if (range.Start.getPointer() == point)
+      underlineEnd = std::min(range.End.getPointer(), lineEnd);
+  std::string source, caret;
+  for (const char *p = lineStart; p < lineEnd; ++p) {
+    unsigned char c = static_cast<unsigned char>(*p);
+    bool continuation = (c & 0xC0) == 0x80;
+    if (c == '\t') {
+      size_t width = 8 - source.size() % 8;
+      source.append(width, ' ');
+      if (p < point)
+        caret.append(width, ' ');
+      continue;
+    }
+    source += c == '\r' ? ' ' : char(c);
+    if (continuation)
+      continue; // one display column per UTF-8 character
+    if (p < point)
+      caret += ' ';
+    else if (p == point)
+      caret += '^';
+    else if (p < underlineEnd)
+      caret += '~';
+  }
+  if (point >= lineEnd)
+    caret += '^';
+  os << source << "\n" << caret << "\n";
+}
+
 void DiagEngine::report(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind,
                         const llvm::Twine &message,
                         llvm::ArrayRef<llvm::SMRange> ranges) {
   if (kind == llvm::SourceMgr::DK_Error)
     ++errorCount;
-  if (!loc.isValid()) {
+  if (!loc.isValid() || !sourceMgr.FindBufferContainingLoc(loc)) {
     llvm::SMDiagnostic diag("fusec", kind, message.str());
     if (handler)
       return handler(diag);
     diag.print(nullptr, llvm::errs(), /*ShowColors=*/false);
     return;
   }
-  llvm::SMDiagnostic diag =
-      sourceMgr.GetMessage(loc, kind, message, ranges, {});
   if (handler)
-    return handler(diag);
-  sourceMgr.PrintMessage(llvm::errs(), diag, /*ShowColors=*/false);
+    return handler(sourceMgr.GetMessage(loc, kind, message, ranges, {}));
+  printLocatedMessage(llvm::errs(), sourceMgr, loc, kind, message.str(), ranges);
 }
 
 void DiagEngine::error(llvm::SMLoc loc, const llvm::Twine &message,

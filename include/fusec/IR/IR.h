@@ -162,6 +162,9 @@ public:
   int64_t getNumElements() const { return numElements; }
   double get(int64_t index) const;
   void set(int64_t index, double value); // rounds to the dtype
+  /// Exact integer access (i64 values beyond 2^53 survive).
+  int64_t getInt(int64_t index) const;
+  void setInt(int64_t index, int64_t value);
   const uint8_t *data() const { return bytes.data(); }
   uint8_t *data() { return bytes.data(); }
   bool operator==(const TensorData &other) const;

@@ -29,7 +29,7 @@ enum class OpClass { Unary, Binary, Ternary, Injective, Reduction, Complex };
 /// becomes a one-element list) are generic; per-op meaning is in `infer`.
 enum class AttrSchema {
   Int,        // 3
-  Float,      // 0.5 (an int is accepted and becomes a float)
+  Float,      // 0.5 or 3 (kept as written: `clip {min = 0}` suits i32 too)
   Bool,       // true
   DTypeName,  // "f16"
   Axes,       // 1 or [0, 2]; printed as a list
@@ -70,6 +70,8 @@ public:
   std::nullopt_t error(const llvm::Twine &message) const;
   std::nullopt_t errorAtOperand(size_t i, const llvm::Twine &message) const;
   std::nullopt_t errorAtAttr(llvm::StringRef name, const llvm::Twine &message) const;
+  /// At `loc` when valid (an element of an attribute list), else at the op.
+  std::nullopt_t errorAt(llvm::SMLoc loc, const llvm::Twine &message) const;
 
 private:
   DiagEngine &diag;

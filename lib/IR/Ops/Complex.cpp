@@ -5,8 +5,7 @@
 // NCHW (weights OIHW); `padding` is [top, left, bottom, right], and also
 // accepts one value or [vertical, horizontal], as in TVM. A spatial output
 // size is (in + pad_begin + pad_end - dilation * (k - 1) - 1) / stride + 1,
-// rounded down, or up with `ceil_mode` (where a window must still start
-// inside the padded input, as in PyTorch).
+// rounded down, or up with `ceil_mode` (as TVM Relax computes it).
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/IR/Ops.h"
@@ -105,9 +104,9 @@ static std::optional<Dim> windowOutput(InferContext &ctx, const Dim &in,
     return ctx.error(std::string("the window (") + std::to_string(reach) +
                      ") is larger than the padded " + axisName + " (" +
                      std::to_string(in.size + padBegin + padEnd) + ")");
+  // TVM Relax's rule (InferStructInfoPool2D): ceil mode rounds up, and a
+  // last window that starts in the padding is kept.
   int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
-  if (ceilMode && (out - 1) * stride >= in.size + padBegin)
-    --out;
   return Dim::of(out);
 }
 

@@ -180,9 +180,11 @@ static void legalizeWhere(KernelBuilder &b) {
 void fusec::registerElementwiseOps(std::vector<const OpInfo *> &registry) {
   static const char *floatUnary[] = {
       "exp",   "log",  "sqrt",  "rsqrt", "sin",     "cos",
-      "tanh",  "sigmoid", "erf", "floor", "ceil",   "round",
+      "tanh",  "sigmoid", "erf",
       "nn.gelu", "nn.gelu_tanh", "nn.silu"};
-  static const char *numericUnary[] = {"negative", "abs", "sign", "nn.relu"};
+  // floor, ceil and round accept integers, as in TVM Relax and NumPy.
+  static const char *numericUnary[] = {"negative", "abs", "sign", "nn.relu",
+                                       "floor", "ceil", "round"};
   static const char *arithmetic[] = {"add",     "subtract", "multiply",
                                      "divide",  "power",    "maximum",
                                      "minimum"};

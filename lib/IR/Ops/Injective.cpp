@@ -42,13 +42,13 @@ static std::optional<Type> inferReshape(InferContext &ctx) {
       shape.push_back(Dim::named(item.text));
     } else if (item.intValue == -1) {
       if (inferredIndex >= 0)
-        return ctx.errorAtAttr("shape", "reshape allows at most one -1");
+        return ctx.errorAt(item.loc, "reshape allows at most one -1");
       inferredIndex = static_cast<int>(shape.size());
       shape.push_back(Dim::of(1));
       continue;
     } else if (item.intValue <= 0 || item.intValue > kMaxDimSize) {
-      return ctx.errorAtAttr("shape", "reshape sizes must be positive or -1, "
-                                      "got " + std::to_string(item.intValue));
+      return ctx.errorAt(item.loc, "reshape sizes must be positive or -1, "
+                                   "got " + std::to_string(item.intValue));
     } else {
       shape.push_back(Dim::of(item.intValue));
     }

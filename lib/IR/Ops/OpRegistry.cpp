@@ -76,6 +76,12 @@ std::nullopt_t InferContext::errorAtOperand(size_t i,
   return std::nullopt;
 }
 
+std::nullopt_t InferContext::errorAt(llvm::SMLoc loc,
+                                     const llvm::Twine &message) const {
+  diag.error(loc.isValid() ? loc : binding.calleeLoc, message);
+  return std::nullopt;
+}
+
 std::nullopt_t InferContext::errorAtAttr(llvm::StringRef name,
                                          const llvm::Twine &message) const {
   const Attr *value = binding.attrs.get(name);
@@ -87,25 +93,31 @@ std::nullopt_t InferContext::errorAtAttr(llvm::StringRef name,
 std::optional<std::vector<int64_t>>
 InferContext::axes(llvm::StringRef name, int64_t rank,
                    std::vector<int64_t> defaults) const {
-  std::vector<int64_t> raw = defaults;
+  // Each axis with the location of the element that wrote it, so that an
+  // error points at the offending element of the list.
+  std::vector<std::pair<int64_t, llvm::SMLoc>> raw;
+  for (int64_t axis : defaults)
+    raw.push_back({axis, binding.calleeLoc});
   if (const Attr *value = attr(name)) {
     raw.clear();
     if (value->kind == Attr::Int)
-      raw.push_back(value->intValue);
+      raw.push_back({value->intValue, value->loc});
     for (const Attr &item : value->list)
-      raw.push_back(item.intValue);
+      raw.push_back({item.intValue, item.loc.isValid() ? item.loc : value->loc});
   }
   std::vector<int64_t> result;
-  for (int64_t axis : raw) {
+  for (auto [axis, loc] : raw) {
+    if (!loc.isValid())
+      loc = binding.calleeLoc;
     if (axis < -rank || axis >= rank) {
-      errorAtAttr(name, "axis " + std::to_string(axis) + " is out of range for "
-                        "rank " + std::to_string(rank) + " (valid: [" +
-                        std::to_string(-rank) + ", " + std::to_string(rank) + "))");
+      diag.error(loc, "axis " + std::to_string(axis) + " is out of range for "
+                      "rank " + std::to_string(rank) + " (valid: [" +
+                      std::to_string(-rank) + ", " + std::to_string(rank) + "))");
       return std::nullopt;
     }
     int64_t normalized = axis < 0 ? axis + rank : axis;
     if (std::find(result.begin(), result.end(), normalized) != result.end()) {
-      errorAtAttr(name, "axis " + std::to_string(normalized) + " is repeated");
+      diag.error(loc, "axis " + std::to_string(normalized) + " is repeated");
       return std::nullopt;
     }
     result.push_back(normalized);

@@ -65,6 +65,29 @@ bool Checker::error(llvm::SMLoc loc, const llvm::Twine &message) {
   return false;
 }
 
+/// Why `type` breaks the size limits of spec §9, or "".
+static std::string checkTypeSize(const Type &type) {
+  if (type.isTuple()) {
+    for (const Type &field : type.getFields()) {
+      std::string problem = checkTypeSize(field);
+      if (!problem.empty())
+        return problem;
+    }
+    return "";
+  }
+  int64_t count = 1;
+  for (const Dim &dim : type.getShape()) {
+    if (dim.isSymbolic())
+      continue;
+    if (dim.size > kMaxDimSize)
+      return "dimension " + std::to_string(dim.size) +
+             " exceeds the maximum size 2^40";
+    if (__builtin_mul_overflow(count, dim.size, &count))
+      return "more elements than fit in i64";
+  }
+  return "";
+}
+
 /// Binds the symbolic dims of `param` to the dims of `arg`.
 static bool bindSymbols(const Type &param, const Type &arg,
                         std::map<std::string, Dim> &symbols,
@@ -96,7 +119,7 @@ static bool bindSymbols(const Type &param, const Type &arg,
     auto [it, inserted] = symbols.emplace(want.symbol, have);
     if (!inserted && it->second != have) {
       problem = "binds '" + want.symbol + "' to " + have.str() +
-                ", but an earlier argument bound it to " + it->second.str();
+                ", but it is already bound to " + it->second.str();
       return false;
     }
   }
@@ -206,7 +229,9 @@ std::optional<Type> Checker::inferBinding(const Binding &binding) {
                    "'get' needs a tuple, got " + tuple.str()),
              std::nullopt;
     if (binding.tupleIndex >= int64_t(tuple.getFields().size()))
-      return error(binding.loc, "tuple index " +
+      return error(binding.tupleIndexLoc.isValid() ? binding.tupleIndexLoc
+                                                   : binding.loc,
+                   "tuple index " +
                                     std::to_string(binding.tupleIndex) +
                                     " is out of range for " + tuple.str()),
              std::nullopt;
@@ -344,6 +369,13 @@ bool Checker::checkFunction(Function &function) {
       ok = false;
       return;
     }
+    std::string tooLarge = checkTypeSize(*inferred);
+    if (!tooLarge.empty()) {
+      ok = error(binding.calleeLoc.isValid() ? binding.calleeLoc : binding.loc,
+                 "'" + binding.headName() + "' produces " + inferred->str() +
+                     ": " + tooLarge);
+      return;
+    }
     if (mode == Infer) {
       if (binding.writtenType && *binding.writtenType != *inferred) {
         ok = error(binding.typeLoc, "type mismatch: '" + binding.headName() +
@@ -379,9 +411,11 @@ bool Checker::checkCallGraph() {
       if (!callee)
         return;
       if (state[callee] == OnPath) {
+        // Only the cycle: from the callee's place on the path to here.
         std::string cycle;
-        for (const std::string &name : path)
-          cycle += name + " -> ";
+        auto start = std::find(path.begin(), path.end(), "@" + callee->name);
+        for (auto it = start; it != path.end(); ++it)
+          cycle += *it + " -> ";
         ok = error(binding.calleeLoc, "recursive call (" + cycle + "@" +
                                           callee->name +
                                           "); FIR has no control flow to end it");

@@ -227,6 +227,9 @@ bool Parser::parseDataflowBlock(Function &function) {
       if (!token.is(Token::LocalName))
         return error("expected a value name in 'output', found " +
                      describeToken());
+      for (Value *listed : block->outputs)
+        if (listed->name == token.stringValue)
+          return error("'%" + token.stringValue + "' is listed twice in 'output'");
       bool inBlock = false;
       for (auto &binding : block->bindings)
         if (binding->result->name == token.stringValue) {
@@ -430,11 +433,18 @@ bool Parser::parseExpression(Binding &binding) {
       return error("expected a non-negative tuple index, found " +
                    describeToken());
     binding.tupleIndex = token.intValue;
+    binding.tupleIndexLoc = token.getLoc();
     consume();
     return expect(Token::RParen, "')' after the tuple index");
   }
   binding.kind = ExprKind::Op;
   binding.callee = head.str();
+  static const char *keywords[] = {"return", "dataflow", "output", "func",
+                                   "kernel", "module"};
+  for (const char *keyword : keywords)
+    if (head == keyword)
+      return error("expected an operator, 'constant', 'call', 'tuple', 'get' "
+                   "or a value after '=', found '" + head + "'");
   if (!lookupOp(head)) {
     std::string suggestion = suggestOpName(head);
     return error("unknown operator '" + head + "'" +

@@ -229,6 +229,7 @@ struct Binding {
   std::vector<Operand> operands;
   Attrs attrs;
   int64_t tupleIndex = 0;                 // Get
+  llvm::SMLoc tupleIndexLoc;
   std::unique_ptr<ConstantData> constant; // Constant
   std::unique_ptr<Value> result;
   llvm::SMLoc loc;       // the start of the expression

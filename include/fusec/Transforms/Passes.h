@@ -19,6 +19,9 @@ std::unique_ptr<Pass> createDCEPass();
 /// `legalize`: graph ops to call_kernel + kernel definitions.
 std::unique_ptr<Pass> createLegalizePass();
 
+/// `annotate-pattern`: the op_pattern attribute of every kernel.
+std::unique_ptr<Pass> createAnnotatePatternPass();
+
 } // namespace fusec
 
 #endif // FUSEC_TRANSFORMS_PASSES_H

@@ -222,7 +222,8 @@ static std::string describePasses() {
   std::string text;
   for (const PassInfo &info : getRegisteredPasses()) {
     text += "  " + info.name + " - " + info.summary + "\n";
-    for (const Pass::Option &option : info.create()->getOptions())
+    std::unique_ptr<Pass> pass = info.create();
+    for (const Pass::Option &option : pass->getOptions())
       text += "      " + option.name + "=<" +
               (option.kind == Pass::OptionKind::Int    ? "int"
                : option.kind == Pass::OptionKind::Bool ? "bool"

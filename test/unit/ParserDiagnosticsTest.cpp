@@ -127,7 +127,7 @@ TEST_CASE("semantic errors after parsing", "[parser][diagnostics]") {
   }
   SECTION("get out of range") {
     CHECK(errorOf("func @f(%x: f32[4]) -> f32[4] {\n  %t = tuple(%x)\n  %g = get(%t, 1)\n  return %g\n}\n") ==
-          "3:7: tuple index 1 is out of range for (f32[4])");
+          "3:15: tuple index 1 is out of range for (f32[4])");
   }
   SECTION("recursion through two functions") {
     CHECK(errorOf("func @f(%x: f32[4]) -> f32[4] {\n  %y = call @g(%x)\n  return %y\n}\n"

@@ -2,7 +2,7 @@
 # Installs the Debian packages fusec builds and tests with, if any is missing.
 # Safe to run repeatedly; runs `apt-get update` before installing.
 set -euo pipefail
-packages=(cmake ninja-build g++ python3 llvm-14-dev llvm-14-tools clang-14
+packages=(cmake ninja-build g++ python3 python3-numpy llvm-14-dev llvm-14-tools clang-14
           libclang-rt-14-dev nlohmann-json3-dev libspdlog-dev libfmt-dev catch2
           zlib1g-dev libncurses-dev)
 missing=()

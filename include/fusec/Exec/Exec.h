@@ -1,0 +1,87 @@
+//===- Exec.h - The CPU reference interpreter --------------------*- C++ -*-===//
+//
+// Runs a module at any pipeline stage: graph functions (an op binding runs
+// through its legalized kernel, so there is one set of semantics), calls,
+// tuples, `call_kernel` with multi-stage kernels. Every stage is executed
+// as written: each element of its domain is computed, reductions combine in
+// their accumulation dtype, f16/bf16/f32 values are rounded to their dtype
+// after every operation. Counters record exactly what ran: kernel launches,
+// bytes loaded from and stored to global buffers (a kernel's inputs and
+// outputs; internal buffers are not in device memory) and evaluations per
+// operation.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_EXEC_EXEC_H
+#define FUSEC_EXEC_EXEC_H
+
+#include "fusec/IR/Kernel.h"
+
+#include <map>
+#include <memory>
+
+namespace fusec {
+
+struct KernelCounters {
+  std::string name;
+  int64_t launches = 0, bytesRead = 0, bytesWritten = 0;
+  std::map<std::string, int64_t> evaluations;
+};
+
+struct Counters {
+  int64_t launches = 0, bytesRead = 0, bytesWritten = 0;
+  std::map<std::string, int64_t> evaluations;
+  std::vector<KernelCounters> kernels; // one entry per kernel name
+  /// The spec §7 JSON form.
+  std::string toJSON() const;
+};
+
+/// A run-time value: a tensor, or a tuple of values.
+struct RtValue {
+  std::shared_ptr<TensorData> tensor;
+  std::vector<RtValue> fields;
+  bool isTuple() const { return !tensor; }
+};
+
+class Interpreter {
+public:
+  explicit Interpreter(const Module &module);
+  ~Interpreter();
+
+  /// Runs `entry` on `inputs` (one per parameter). On failure returns false
+  /// and sets `error` (shape or dtype mismatch, index out of range, ...).
+  bool run(llvm::StringRef entry, const std::vector<TensorData> &inputs,
+           std::vector<TensorData> &outputs, std::string &error);
+  const Counters &getCounters() const { return counters; }
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+  Counters counters;
+};
+
+/// Deterministic inputs for `function`: parameter k is `random<seed = seed
+/// + k>` (spec §9) for floats, `u mod 5 - 2` for integers, `u mod 2` for
+/// bool; a symbolic dim takes `dims[name]`, else 8.
+std::vector<TensorData> makeRandomInputs(const Function &function, uint64_t seed,
+                                         const std::map<std::string, int64_t> &dims);
+
+/// Writes NumPy `.npy` (v1.0, C order; bf16 as float32). Returns "" or an
+/// error message.
+std::string writeNpyFile(llvm::StringRef path, const TensorData &data);
+
+/// Compares two results within a per-dtype tolerance (documented in
+/// docs/interpreter.md). Returns "" when they agree, else the first
+/// difference.
+std::string compareResults(const std::vector<TensorData> &expected,
+                           const std::vector<TensorData> &actual);
+
+/// The entry function used by fusec-run and --check-each: `@main`, else the
+/// first graph function no other function calls.
+const Function *findEntryFunction(const Module &module, llvm::StringRef name = "");
+
+/// The fusec-run command line (tools/fusec-run).
+int runMain(int argc, char **argv);
+
+} // namespace fusec
+
+#endif // FUSEC_EXEC_EXEC_H

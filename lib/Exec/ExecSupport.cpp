@@ -1,0 +1,163 @@
+//===- ExecSupport.cpp - Inputs, outputs and comparisons for the interpreter ===//
+//
+// Deterministic random inputs, `.npy` writing, result comparison with
+// per-dtype tolerances, the counters' JSON form, and the choice of entry.
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/Exec/Exec.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <set>
+
+using namespace fusec;
+
+std::string Counters::toJSON() const {
+  auto fill = [](nlohmann::ordered_json &object, int64_t launches, int64_t read,
+                 int64_t written, const std::map<std::string, int64_t> &evaluations) {
+    object["kernel_launches"] = launches;
+    object["global_bytes_read"] = read;
+    object["global_bytes_written"] = written;
+    object["evaluations"] = nlohmann::ordered_json::object();
+    for (const auto &[op, count] : evaluations)
+      object["evaluations"][op] = count;
+  };
+  nlohmann::ordered_json root;
+  fill(root, launches, bytesRead, bytesWritten, evaluations);
+  root["kernels"] = nlohmann::ordered_json::array();
+  for (const KernelCounters &kernel : kernels) {
+    nlohmann::ordered_json entry, counts;
+    entry["name"] = kernel.name;
+    entry["launches"] = kernel.launches;
+    fill(counts, kernel.launches, kernel.bytesRead, kernel.bytesWritten,
+         kernel.evaluations);
+    counts.erase("kernel_launches");
+    entry.update(counts);
+    root["kernels"].push_back(entry);
+  }
+  return root.dump(2) + "\n";
+}
+
+std::vector<TensorData> fusec::makeRandomInputs(
+    const Function &function, uint64_t seed,
+    const std::map<std::string, int64_t> &dims) {
+  std::vector<TensorData> inputs;
+  for (size_t k = 0; k < function.params.size(); ++k) {
+    const Type &type = function.params[k]->type;
+    std::vector<int64_t> shape;
+    for (const Dim &dim : type.getShape()) {
+      auto it = dim.isSymbolic() ? dims.find(dim.symbol) : dims.end();
+      shape.push_back(dim.isStatic() ? dim.size : it != dims.end() ? it->second : 8);
+    }
+    TensorData data(type.getDType(), shape);
+    for (int64_t i = 0; i < data.getNumElements(); ++i) {
+      double u = randomConstantElement(seed + k, i, DType::i32); // in [-128, 128)
+      double value = randomConstantElement(seed + k, i, type.getDType());
+      if (isIntDType(type.getDType()))
+        value = double((int64_t(u) + 128) % 5 - 2);
+      else if (type.getDType() == DType::boolean)
+        value = (int64_t(u) + 128) % 2;
+      data.set(i, value);
+    }
+    inputs.push_back(std::move(data));
+  }
+  return inputs;
+}
+
+std::string fusec::writeNpyFile(llvm::StringRef path, const TensorData &data) {
+  const char *descr = "<f4";
+  bool asFloat = false;
+  switch (data.getDType()) {
+  case DType::f32: descr = "<f4"; break;
+  case DType::f16: descr = "<f2"; break;
+  case DType::bf16: descr = "<f4"; asFloat = true; break;
+  case DType::i8: descr = "|i1"; break;
+  case DType::i32: descr = "<i4"; break;
+  case DType::i64: descr = "<i8"; break;
+  case DType::boolean: descr = "|b1"; break;
+  }
+  std::string shape = "(";
+  for (int64_t dim : data.getShape())
+    shape += std::to_string(dim) + ", ";
+  if (data.getShape().size() > 1)
+    shape.resize(shape.size() - 2);
+  else if (data.getShape().size() == 1)
+    shape.resize(shape.size() - 1);
+  shape += ")";
+  std::string header = "{'descr': '" + std::string(descr) +
+                       "', 'fortran_order': False, 'shape': " + shape + ", }";
+  // Pad so that the data starts at a multiple of 64 bytes, ending in '\n'.
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return "cannot write '" + path.str() + "': " + ec.message();
+  os << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff)
+     << char(header.size() >> 8) << header;
+  if (asFloat) {
+    for (int64_t i = 0; i < data.getNumElements(); ++i) {
+      float value = static_cast<float>(data.get(i));
+      os.write(reinterpret_cast<const char *>(&value), 4);
+    }
+  } else {
+    os.write(reinterpret_cast<const char *>(data.data()),
+             data.getNumElements() * dtypeBytes(data.getDType()));
+  }
+  return "";
+}
+
+/// Per-dtype tolerances: |a - e| <= atol + rtol * |e|.
+static std::pair<double, double> tolerance(DType dtype) {
+  switch (dtype) {
+  case DType::f32: return {1e-5, 1e-5};
+  case DType::f16: return {1e-3, 1e-2};
+  case DType::bf16: return {1e-2, 2e-2};
+  default: return {0, 0};
+  }
+}
+
+std::string fusec::compareResults(const std::vector<TensorData> &expected,
+                                  const std::vector<TensorData> &actual) {
+  if (expected.size() != actual.size())
+    return std::to_string(actual.size()) + " results instead of " +
+           std::to_string(expected.size());
+  for (size_t r = 0; r < expected.size(); ++r) {
+    const TensorData &e = expected[r], &a = actual[r];
+    if (e.getDType() != a.getDType() || e.getShape() != a.getShape())
+      return "result " + std::to_string(r) + " changed its type";
+    auto [atol, rtol] = tolerance(e.getDType());
+    for (int64_t i = 0; i < e.getNumElements(); ++i) {
+      double x = e.get(i), y = a.get(i);
+      if (std::isnan(x) && std::isnan(y))
+        continue;
+      if (x == y || std::fabs(x - y) <= atol + rtol * std::fabs(x))
+        continue;
+      return "result " + std::to_string(r) + " element " + std::to_string(i) +
+             " was " + formatFloat(x, false) + " and is now " + formatFloat(y, false);
+    }
+  }
+  return "";
+}
+
+const Function *fusec::findEntryFunction(const Module &module, llvm::StringRef name) {
+  if (!name.empty())
+    return module.lookupFunction(name);
+  if (const Function *main = module.lookupFunction("main"))
+    return main;
+  std::set<std::string> called;
+  for (const auto &function : module.functions)
+    function->forEachBinding([&](const Binding &binding) {
+      if (binding.kind == ExprKind::Call)
+        called.insert(binding.callee);
+    });
+  for (const auto &function : module.functions)
+    if (!called.count(function->name))
+      return function.get();
+  return nullptr;
+}

@@ -1,0 +1,201 @@
+//===- Interpreter.cpp - Running graph functions --------------------------===//
+//
+// Walks a graph function binding by binding. An op binding runs through the
+// kernel its legalization produces (compiled once per binding), so graph
+// ops and kernels share one set of semantics; `call_kernel` runs the
+// module's kernel; `call` recurses. Arguments are checked against parameter
+// types: dtypes and static dims must match and each symbolic dim must bind
+// to one size throughout a call.
+//
+//===----------------------------------------------------------------------===//
+#include "KernelExec.h"
+
+#include "fusec/IR/Ops.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+using namespace fusec;
+using namespace fusec::exec;
+
+struct Interpreter::Impl {
+  const Module &module;
+  Counters &counters;
+  /// Kernels legalized on the fly for graph-level op bindings.
+  llvm::DenseMap<const Binding *, std::unique_ptr<Kernel>> opKernels;
+  llvm::DenseMap<const Binding *, RtValue> constants;
+
+  Impl(const Module &module, Counters &counters) : module(module), counters(counters) {}
+
+  KernelCounters &countersFor(const std::string &name) {
+    for (KernelCounters &entry : counters.kernels)
+      if (entry.name == name)
+        return entry;
+    counters.kernels.push_back({name, 0, 0, 0, {}});
+    return counters.kernels.back();
+  }
+
+  RtValue runKernelCall(const Kernel &kernel, const std::vector<RtValue> &args) {
+    std::vector<std::shared_ptr<TensorData>> inputs;
+    for (const RtValue &arg : args)
+      inputs.push_back(arg.tensor);
+    checkArguments(kernel, inputs);
+    KernelCounters launch{kernel.name, 1, 0, 0, {}};
+    std::vector<std::shared_ptr<TensorData>> outputs = runKernel(kernel, inputs, launch);
+    KernelCounters &total = countersFor(kernel.name);
+    total.launches += 1;
+    total.bytesRead += launch.bytesRead;
+    total.bytesWritten += launch.bytesWritten;
+    counters.launches += 1;
+    counters.bytesRead += launch.bytesRead;
+    counters.bytesWritten += launch.bytesWritten;
+    for (const auto &[op, count] : launch.evaluations) {
+      if (!count)
+        continue;
+      total.evaluations[op] += count;
+      counters.evaluations[op] += count;
+    }
+    if (outputs.size() == 1)
+      return RtValue{outputs.front(), {}};
+    RtValue tuple;
+    for (auto &output : outputs)
+      tuple.fields.push_back(RtValue{output, {}});
+    return tuple;
+  }
+
+  static void bindShape(const Type &declared, const TensorData &data,
+                        llvm::StringMap<int64_t> &symbols, const std::string &what) {
+    if (declared.getDType() != data.getDType() ||
+        declared.getRank() != int64_t(data.getShape().size()))
+      throw ExecError{what + " expects " + declared.str() + ", got " +
+                      dtypeName(data.getDType()).str() + " of rank " +
+                      std::to_string(data.getShape().size())};
+    for (size_t d = 0; d < data.getShape().size(); ++d) {
+      const Dim &dim = declared.getShape()[d];
+      int64_t size = data.getShape()[d];
+      if (dim.isStatic() && dim.size != size)
+        throw ExecError{what + " expects " + declared.str() + ", got size " +
+                        std::to_string(size) + " in dimension " + std::to_string(d)};
+      if (dim.isSymbolic()) {
+        auto [it, inserted] = symbols.try_emplace(dim.symbol, size);
+        if (!inserted && it->second != size)
+          throw ExecError{what + " binds '" + dim.symbol + "' to " +
+                          std::to_string(size) + ", but it is already " +
+                          std::to_string(it->second)};
+      }
+    }
+  }
+
+  void checkArguments(const Kernel &kernel,
+                      const std::vector<std::shared_ptr<TensorData>> &inputs) {
+    llvm::StringMap<int64_t> symbols;
+    for (size_t i = 0; i < kernel.inputs.size(); ++i)
+      bindShape(kernel.inputs[i].type, *inputs[i], symbols,
+                "kernel @" + kernel.name + " buffer %" + kernel.inputs[i].name);
+  }
+
+  RtValue operandValue(const Operand &operand,
+                       const llvm::DenseMap<const Value *, RtValue> &env) {
+    return env.lookup(operand.value);
+  }
+
+  RtValue evalBinding(const Binding &binding,
+                      const llvm::DenseMap<const Value *, RtValue> &env) {
+    std::vector<RtValue> args;
+    for (const Operand &operand : binding.operands)
+      if (!operand.isLiteral())
+        args.push_back(operandValue(operand, env));
+    switch (binding.kind) {
+    case ExprKind::Op: {
+      std::unique_ptr<Kernel> &kernel = opKernels[&binding];
+      if (!kernel)
+        kernel = legalizeOp(binding, binding.callee);
+      return runKernelCall(*kernel, args);
+    }
+    case ExprKind::Constant: {
+      RtValue &cached = constants[&binding];
+      if (!cached.tensor)
+        cached.tensor = std::make_shared<TensorData>(
+            binding.constant->materialize(binding.getType()));
+      return cached;
+    }
+    case ExprKind::Call:
+      return callFunction(*module.lookupFunction(binding.callee), args);
+    case ExprKind::CallKernel:
+      return runKernelCall(*module.lookupKernel(binding.callee), args);
+    case ExprKind::CallExtern:
+      throw ExecError{"the interpreter cannot run call_extern \"" + binding.callee +
+                      "\" (%" + binding.getResult()->name + ")"};
+    case ExprKind::Tuple: {
+      RtValue tuple;
+      tuple.fields = args;
+      return tuple;
+    }
+    case ExprKind::Get:
+      return args.front().fields[binding.tupleIndex];
+    case ExprKind::Alias:
+      return args.front();
+    }
+    return RtValue();
+  }
+
+  RtValue callFunction(const Function &function, const std::vector<RtValue> &args) {
+    llvm::DenseMap<const Value *, RtValue> env;
+    llvm::StringMap<int64_t> symbols;
+    for (size_t i = 0; i < function.params.size(); ++i) {
+      const Type &type = function.params[i]->type;
+      if (type.isTensor())
+        bindShape(type, *args[i].tensor, symbols,
+                  "@" + function.name + " parameter %" + function.params[i]->name);
+      env[function.params[i].get()] = args[i];
+    }
+    function.forEachBinding([&](const Binding &binding) {
+      env[binding.getResult()] = evalBinding(binding, env);
+    });
+    if (!function.returnsTuple)
+      return env.lookup(function.returnValues.front().value);
+    RtValue tuple;
+    for (const Operand &operand : function.returnValues)
+      tuple.fields.push_back(env.lookup(operand.value));
+    return tuple;
+  }
+};
+
+Interpreter::Interpreter(const Module &module)
+    : impl(std::make_unique<Impl>(module, counters)) {}
+Interpreter::~Interpreter() = default;
+
+static void flatten(const RtValue &value, std::vector<TensorData> &out) {
+  if (!value.isTuple()) {
+    out.push_back(*value.tensor);
+    return;
+  }
+  for (const RtValue &field : value.fields)
+    flatten(field, out);
+}
+
+bool Interpreter::run(llvm::StringRef entry, const std::vector<TensorData> &inputs,
+                      std::vector<TensorData> &outputs, std::string &error) {
+  const Function *function = impl->module.lookupFunction(entry);
+  if (!function) {
+    error = "no function '@" + entry.str() + "' in the module";
+    return false;
+  }
+  if (inputs.size() != function->params.size()) {
+    error = "@" + entry.str() + " takes " + std::to_string(function->params.size()) +
+            " inputs, but " + std::to_string(inputs.size()) + " were given";
+    return false;
+  }
+  std::vector<RtValue> args;
+  for (const TensorData &input : inputs)
+    args.push_back(RtValue{std::make_shared<TensorData>(input), {}});
+  try {
+    RtValue result = impl->callFunction(*function, args);
+    outputs.clear();
+    flatten(result, outputs);
+  } catch (const ExecError &failure) {
+    error = failure.message;
+    return false;
+  }
+  return true;
+}

@@ -1,0 +1,34 @@
+//===- KernelExec.h - Executing one kernel (private) ------------*- C++ -*-===//
+#ifndef FUSEC_LIB_EXEC_KERNELEXEC_H
+#define FUSEC_LIB_EXEC_KERNELEXEC_H
+
+#include "fusec/Exec/Exec.h"
+
+namespace fusec {
+namespace exec {
+
+/// A run-time failure inside a kernel (index out of range, division by
+/// zero); caught at the interpreter's entry.
+struct ExecError {
+  std::string message;
+};
+
+/// Rounds `value` to what `dtype` holds: f32/f16/bf16 to nearest even,
+/// integers wrapped as two's complement, bool to 0/1.
+double roundTo(double value, DType dtype);
+/// roundTo with the common f32 case inlined (hot loops).
+inline double roundFast(double value, DType dtype) {
+  return dtype == DType::f32 ? double(static_cast<float>(value)) : roundTo(value, dtype);
+}
+/// Rounds `n` values in place.
+void roundBatch(double *values, int64_t n, DType dtype);
+
+/// Runs `kernel` on `inputs`; returns its outputs. Throws ExecError.
+std::vector<std::shared_ptr<TensorData>>
+runKernel(const Kernel &kernel, const std::vector<std::shared_ptr<TensorData>> &inputs,
+          KernelCounters &counters);
+
+} // namespace exec
+} // namespace fusec
+
+#endif

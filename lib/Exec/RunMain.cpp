@@ -1,0 +1,168 @@
+//===- RunMain.cpp - The fusec-run command line ---------------------------===//
+//
+// `fusec-run FILE.fir [--inputs=a.npy,b.npy | --random-inputs --seed=N]
+//  [--dims=n=64] [--outputs=DIR] [--counters=FILE.json] [--print]`:
+// parses the module (any pipeline stage), runs the entry function on the
+// CPU reference interpreter and writes what was asked. Exit codes as fusec:
+// 1 bad input (including run-time errors), 2 usage error.
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/Exec/Exec.h"
+#include "fusec/Parser/Parser.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace fusec;
+namespace cl = llvm::cl;
+
+namespace {
+cl::OptionCategory runCategory("fusec-run options");
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .fir file, or ->"),
+                               cl::cat(runCategory));
+cl::opt<std::string> entry("entry", cl::desc("Function to run (default @main)"),
+                           cl::cat(runCategory));
+cl::list<std::string> inputs("inputs", cl::desc("One .npy per parameter, in order"),
+                             cl::CommaSeparated, cl::cat(runCategory));
+cl::opt<bool> randomInputs("random-inputs", cl::desc("Deterministic random inputs"),
+                           cl::cat(runCategory));
+cl::opt<unsigned> seed("seed", cl::desc("Seed of --random-inputs"), cl::init(0),
+                       cl::cat(runCategory));
+cl::list<std::string> dims("dims", cl::desc("Sizes of symbolic dims for --random-inputs, "
+                                            "e.g. n=64,m=8 (default 8)"),
+                           cl::CommaSeparated, cl::cat(runCategory));
+cl::opt<std::string> outputs("outputs", cl::desc("Write out0.npy, out1.npy, ... into DIR"),
+                             cl::value_desc("DIR"), cl::cat(runCategory));
+cl::opt<std::string> countersFile("counters", cl::desc("Write the counters as JSON (- for stdout)"),
+                                  cl::value_desc("FILE.json"), cl::cat(runCategory));
+cl::opt<bool> printOutputs("print", cl::desc("Print the results to stdout"),
+                           cl::cat(runCategory));
+cl::opt<std::string> device("device", cl::desc("cpu (default) or cuda"), cl::init("cpu"),
+                            cl::cat(runCategory));
+} // namespace
+
+static int fail(int code, const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "fusec-run") << message << "\n";
+  return code;
+}
+
+static void printTensor(llvm::raw_ostream &os, const std::string &name,
+                        const TensorData &data) {
+  Shape shape;
+  for (int64_t dim : data.getShape())
+    shape.push_back(Dim::of(dim));
+  os << name << ": " << Type::tensor(data.getDType(), shape).str() << " = [";
+  int64_t shown = std::min<int64_t>(data.getNumElements(), 64);
+  for (int64_t i = 0; i < shown; ++i)
+    os << (i ? ", " : "") << formatScalar(data.get(i), data.getDType());
+  if (shown < data.getNumElements())
+    os << ", ... (" << data.getNumElements() << " elements)";
+  os << "]\n";
+}
+
+int fusec::runMain(int argc, char **argv) {
+  cl::HideUnrelatedOptions(runCategory);
+  std::string parseErrors;
+  llvm::raw_string_ostream errorStream(parseErrors);
+  if (!cl::ParseCommandLineOptions(argc, argv, "fusec-run: the fusec reference interpreter\n",
+                                   &errorStream)) {
+    llvm::errs() << errorStream.str();
+    return 2;
+  }
+  if (inputFile.empty())
+    return fail(2, "no input file; give a .fir file, or - to read stdin");
+  if (device == "cuda")
+    return fail(1, "--device=cuda needs the CUDA backend, which this build does not have yet");
+  if (device != "cpu")
+    return fail(2, "--device must be cpu or cuda");
+  if (randomInputs == !inputs.empty())
+    return fail(2, "give exactly one of --inputs and --random-inputs");
+  std::map<std::string, int64_t> dimSizes;
+  for (llvm::StringRef entryText : dims) {
+    auto [name, value] = entryText.split('=');
+    int64_t size;
+    if (value.getAsInteger(10, size) || size < 0)
+      return fail(2, "--dims entries look like n=64, not '" + entryText + "'");
+    dimSizes[name.str()] = size;
+  }
+
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/true);
+  if (!buffer)
+    return fail(1, "cannot read '" + inputFile + "': " + buffer.getError().message());
+  llvm::SourceMgr sourceMgr;
+  DiagEngine diag(sourceMgr);
+  llvm::StringRef name = inputFile == "-" ? "<stdin>" : llvm::StringRef(inputFile);
+  unsigned id = sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy((*buffer)->getBuffer(), name), llvm::SMLoc());
+  std::string directory = inputFile == "-" ? "." : llvm::sys::path::parent_path(inputFile).str();
+  auto module = parseModule(sourceMgr, id, diag, directory.empty() ? "." : directory);
+  if (!module)
+    return 1;
+  const Function *function = findEntryFunction(*module, entry);
+  if (!function)
+    return fail(1, entry.empty() ? "the module has no entry function"
+                                 : "no function '@" + entry + "' in the module");
+
+  std::vector<TensorData> arguments;
+  if (randomInputs) {
+    arguments = makeRandomInputs(*function, seed, dimSizes);
+  } else {
+    if (inputs.size() != function->params.size())
+      return fail(1, "@" + function->name + " takes " +
+                         std::to_string(function->params.size()) + " inputs, but " +
+                         std::to_string(inputs.size()) + " .npy files were given");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      std::string error;
+      auto data = readNpyFile(inputs[i], error);
+      if (!data)
+        return fail(1, error);
+      DType want = function->params[i]->type.getDType();
+      if (data->getDType() != want && !(want == DType::bf16 && data->getDType() == DType::f32))
+        return fail(1, "'" + inputs[i] + "' holds " + dtypeName(data->getDType()) +
+                           " values, but %" + function->params[i]->name + " is " +
+                           function->params[i]->type.str());
+      TensorData converted(want, data->getShape());
+      for (int64_t e = 0; e < data->getNumElements(); ++e)
+        want == DType::i64 ? converted.setInt(e, data->getInt(e))
+                           : converted.set(e, data->get(e));
+      arguments.push_back(std::move(converted));
+    }
+  }
+
+  Interpreter interpreter(*module);
+  std::vector<TensorData> results;
+  std::string error;
+  if (!interpreter.run(function->name, arguments, results, error))
+    return fail(1, error);
+  if (printOutputs)
+    for (size_t i = 0; i < results.size(); ++i)
+      printTensor(llvm::outs(), "out" + std::to_string(i), results[i]);
+  if (!outputs.empty()) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(outputs))
+      return fail(1, "cannot create '" + outputs + "': " + ec.message());
+    for (size_t i = 0; i < results.size(); ++i) {
+      llvm::SmallString<256> path(outputs);
+      llvm::sys::path::append(path, "out" + std::to_string(i) + ".npy");
+      std::string problem = writeNpyFile(path, results[i]);
+      if (!problem.empty())
+        return fail(1, problem);
+    }
+  }
+  if (!countersFile.empty()) {
+    std::string json = interpreter.getCounters().toJSON();
+    if (countersFile == "-") {
+      llvm::outs() << json;
+    } else {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(countersFile, ec, llvm::sys::fs::OF_Text);
+      if (ec)
+        return fail(1, "cannot write '" + countersFile + "': " + ec.message());
+      os << json;
+    }
+  }
+  return 0;
+}

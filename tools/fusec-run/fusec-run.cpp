@@ -1,0 +1,14 @@
+//===- fusec-run.cpp - The fusec reference interpreter --------------------===//
+//
+// Runs a FIR module on the CPU reference interpreter; all logic is in
+// lib/Exec (runMain).
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/Exec/Exec.h"
+
+#include "llvm/Support/InitLLVM.h"
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  return fusec::runMain(argc, argv);
+}

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/Driver/Driver.h"
+#include "fusec/Exec/Exec.h"
 #include "fusec/Parser/Parser.h"
 #include "fusec/Pass/Pass.h"
 #include "fusec/Printer/Printer.h"
@@ -67,6 +68,9 @@ cl::opt<std::string> debugOnly("debug-only", cl::desc("Debug output of these pas
                                cl::value_desc("pass,..."), cl::cat(fusecCategory));
 cl::opt<bool> splitInputFile("split-input-file", cl::desc("Process each chunk between '// -----' lines "
                              "independently"), cl::cat(fusecCategory));
+cl::opt<bool> checkEach("check-each", cl::desc("Run the program on random inputs before and after "
+                         "every pass; stop at the first pass that changes the results"),
+                         cl::cat(fusecCategory));
 cl::opt<bool> listPasses("list-passes", cl::desc("List the registered passes and exit"), cl::cat(fusecCategory));
 } // namespace
 
@@ -208,6 +212,43 @@ static int processChunk(const std::string &text, llvm::StringRef bufferName,
   auto module = parseModule(sourceMgr, id, diag, directory.empty() ? "." : directory);
   if (!module)
     return ExitInputError;
+  std::vector<TensorData> inputs, reference;
+  if (checkEach) {
+    // The reference results of the input program, on deterministic inputs.
+    const Function *entry = findEntryFunction(*module);
+    if (!entry) {
+      diag.error(llvm::SMLoc(), "--check-each: the module has no entry function to run");
+      return ExitInputError;
+    }
+    inputs = makeRandomInputs(*entry, /*seed=*/0, {});
+    Interpreter interpreter(*module);
+    std::string error;
+    if (!interpreter.run(entry->name, inputs, reference, error)) {
+      diag.error(llvm::SMLoc(), "--check-each: cannot run @" + entry->name +
+                                    " before the first pass: " + error);
+      return ExitInputError;
+    }
+    std::string entryName = entry->name;
+    inst.afterPass = [&inputs, &reference, entryName](const Module &current,
+                                                      const Pass &pass, DiagEngine &d) {
+      Interpreter interpreter(current);
+      std::vector<TensorData> results;
+      std::string error;
+      if (!interpreter.run(entryName, inputs, results, error)) {
+        d.error(llvm::SMLoc(), "--check-each: after pass '" + pass.getName() +
+                                   "' the program no longer runs: " + error);
+        return false;
+      }
+      std::string difference = compareResults(reference, results);
+      if (!difference.empty()) {
+        d.error(llvm::SMLoc(), "--check-each: pass '" + pass.getName() +
+                                   "' changed the results of @" + entryName + ": " +
+                                   difference);
+        return false;
+      }
+      return true;
+    };
+  }
   RunResult result = pipeline.run(*module, diag, inst);
   if (result == RunResult::InputError)
     return ExitInputError;
@@ -221,6 +262,8 @@ static int processChunk(const std::string &text, llvm::StringRef bufferName,
 static std::string describePasses() {
   std::string text;
   for (const PassInfo &info : getRegisteredPasses()) {
+    if (info.testOnly)
+      continue;
     text += "  " + info.name + " - " + info.summary + "\n";
     std::unique_ptr<Pass> pass = info.create();
     for (const Pass::Option &option : pass->getOptions())

@@ -126,6 +126,10 @@ RunResult PassManager::run(Module &module, DiagEngine &diag,
       result = RunResult::InternalError;
       break;
     }
+    if (inst.afterPass && !inst.afterPass(module, pass, diag)) {
+      result = RunResult::InternalError;
+      break;
+    }
     bool printAfter = inst.printAfterAll || inst.printAfter.count(name);
     std::string after;
     if (printAfter || inst.printChanged || !inst.dumpDir.empty())

@@ -3,6 +3,8 @@
 
 void fusec::registerAllPasses() {
 #define FUSEC_PASS(NAME, TITLE, FACTORY, SUMMARY)                              \
-  registerPass({NAME, #TITLE, SUMMARY, [] { return FACTORY(); }});
+  registerPass({NAME, #TITLE, SUMMARY, [] { return FACTORY(); }, false});
+#define FUSEC_TEST_PASS(NAME, TITLE, FACTORY, SUMMARY)                         \
+  registerPass({NAME, #TITLE, SUMMARY, [] { return FACTORY(); }, true});
 #include "Passes.def"
 }

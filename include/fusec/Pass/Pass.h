@@ -78,6 +78,7 @@ struct PassInfo {
   std::string title;   // `FuseOps`, for IR dump banners
   std::string summary; // one line, shown by --help and docs/passes.md
   std::function<std::unique_ptr<Pass>()> create;
+  bool testOnly = false; // hidden from --help, --list-passes and the docs
 };
 
 void registerPass(PassInfo info);
@@ -99,6 +100,9 @@ struct Instrumentation {
   bool verifyRoundTrip = false;
   bool timePasses = false;
   llvm::raw_ostream *dumpStream = &llvm::errs();
+  /// Called after each pass (after verification); returning false stops
+  /// the pipeline with an internal error (`--check-each`).
+  std::function<bool(const Module &, const Pass &, DiagEngine &)> afterPass;
 };
 
 /// Result of a pipeline run, mapped to fusec's exit codes by the driver.

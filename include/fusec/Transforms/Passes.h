@@ -22,6 +22,9 @@ std::unique_ptr<Pass> createLegalizePass();
 /// `annotate-pattern`: the op_pattern attribute of every kernel.
 std::unique_ptr<Pass> createAnnotatePatternPass();
 
+/// `test-perturb-constants`: a deliberately wrong pass for tests.
+std::unique_ptr<Pass> createTestPerturbConstantsPass();
+
 } // namespace fusec
 
 #endif // FUSEC_TRANSFORMS_PASSES_H

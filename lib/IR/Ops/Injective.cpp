@@ -356,11 +356,11 @@ static KExprPtr addExpr(KExprPtr a, KExprPtr b) {
 
 /// Row-major flat position of `indices` in `shape`.
 static KExprPtr ravel(const std::vector<KExprPtr> &indices, const Shape &shape) {
-  KExprPtr flat = KExpr::intConst(0);
-  for (size_t d = 0; d < shape.size(); ++d)
-    flat = addExpr(mulExpr(flat, dimExpr(shape[d])), indices[d]);
   if (shape.empty())
     return KExpr::intConst(0);
+  KExprPtr flat = indices[0];
+  for (size_t d = 1; d < shape.size(); ++d)
+    flat = addExpr(mulExpr(flat, dimExpr(shape[d])), indices[d]);
   return flat;
 }
 

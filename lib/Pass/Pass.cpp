@@ -37,9 +37,9 @@ std::string Pass::setOption(llvm::StringRef key, llvm::StringRef value) {
   switch (option->kind) {
   case OptionKind::Int: {
     int64_t parsed;
-    if (value.getAsInteger(10, parsed) || parsed < 0)
+    if (value.getAsInteger(10, parsed))
       return "option '" + key.str() + "' of pass '" + name +
-             "' expects a non-negative integer, got '" + value.str() + "'";
+             "' expects an integer, got '" + value.str() + "'";
     option->value = std::to_string(parsed);
     return "";
   }

@@ -80,8 +80,8 @@ static bool writeDumpFile(const std::string &dir, size_t index,
 }
 
 RunResult PassManager::run(Module &module, DiagEngine &diag,
-                           const Instrumentation &inst) const {
-  PassContext context{diag};
+                           const Instrumentation &inst, FusionReport *report) const {
+  PassContext context{diag, report, inst.remarks};
   if (!inst.dumpDir.empty()) {
     if (std::error_code ec = llvm::sys::fs::create_directories(inst.dumpDir)) {
       diag.error(llvm::SMLoc(), "cannot create --dump-dir '" + inst.dumpDir +

@@ -51,6 +51,52 @@ struct KernelPatternInfo {
 /// Classifies `kernel` from the index expressions of its stages.
 KernelPatternInfo analyzePatternKind(const Kernel &kernel);
 
+//===----------------------------------------------------------------------===//
+// Graph partitioning (TVM's GraphPartitioner, tvm-fusion-rules.md §3-§5)
+//===----------------------------------------------------------------------===//
+
+/// The indexed forward graph of one dataflow block: a node per value the
+/// block uses from outside (opaque roots), then one per binding, in
+/// topological order; an edge per use, carrying the consumer's kind.
+struct FusionGraph {
+  struct Edge {
+    int consumer;
+    OpPatternKind pattern;
+  };
+  struct Node {
+    const Value *value = nullptr;     // the value the node defines
+    const Binding *binding = nullptr; // null for values from outside
+    OpPatternKind pattern = OpPatternKind::Opaque;
+    bool externRef = false; // block outputs and outside values
+    std::vector<Edge> outputs;
+  };
+  std::vector<Node> nodes;
+};
+
+/// Builds the graph of `block`; kernel calls take their kernel's
+/// `op_pattern`, `get` is injective, everything else opaque.
+FusionGraph buildFusionGraph(const Module &module, const DataflowBlock &block);
+
+struct PartitionOptions {
+  int64_t maxFusedOps = 256;
+  int64_t maxFunctionArgs = 0; // 0 = no limit
+  int64_t maxMerges = -1;      // bisect knob: stop after this many fusions
+};
+
+struct Partition {
+  /// group[i]: the representative node of node i's group.
+  std::vector<int> group;
+  /// The root pattern of each group representative.
+  std::vector<OpPatternKind> groupPattern;
+  /// Why node i was not fused into its post-dominator (empty if it was, or
+  /// if it is not a fusion source at all).
+  std::vector<std::string> reason;
+  int64_t merges = 0;
+};
+
+/// Runs the three fusion phases on `graph`.
+Partition partitionGraph(const FusionGraph &graph, const PartitionOptions &options);
+
 } // namespace fusec
 
 #endif // FUSEC_ANALYSIS_ANALYSIS_H

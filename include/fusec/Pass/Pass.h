@@ -26,9 +26,21 @@
 
 namespace fusec {
 
+/// Fusion decisions collected for `--fusion-report` (spec §8).
+struct FusionReport {
+  struct Group {
+    std::string function, kind, pattern, composite;
+    std::vector<std::string> members; // binding names of the input
+  };
+  std::vector<Group> groups;
+  std::vector<std::string> unfused, dead;
+};
+
 /// What a pass may use besides the module.
 struct PassContext {
   DiagEngine &diag;
+  FusionReport *report = nullptr;     // --fusion-report
+  llvm::raw_ostream *remarks = nullptr; // --remarks
 };
 
 class Pass {
@@ -99,6 +111,7 @@ struct Instrumentation {
   bool verifyEach = true;
   bool verifyRoundTrip = false;
   bool timePasses = false;
+  llvm::raw_ostream *remarks = nullptr; // --remarks
   llvm::raw_ostream *dumpStream = &llvm::errs();
   /// Called after each pass (after verification); returning false stops
   /// the pipeline with an internal error (`--check-each`).
@@ -116,7 +129,8 @@ public:
   /// Canonical pipeline text; parses back to an identical pipeline.
   std::string str() const;
   RunResult run(Module &module, DiagEngine &diag,
-                const Instrumentation &instrumentation) const;
+                const Instrumentation &instrumentation,
+                FusionReport *report = nullptr) const;
 
 private:
   std::vector<std::unique_ptr<Pass>> passes;

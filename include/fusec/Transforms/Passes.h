@@ -22,6 +22,9 @@ std::unique_ptr<Pass> createLegalizePass();
 /// `annotate-pattern`: the op_pattern attribute of every kernel.
 std::unique_ptr<Pass> createAnnotatePatternPass();
 
+/// `fuse-ops`: TVM's FuseOps on each dataflow block.
+std::unique_ptr<Pass> createFuseOpsPass();
+
 /// `test-perturb-constants`: a deliberately wrong pass for tests.
 std::unique_ptr<Pass> createTestPerturbConstantsPass();
 

@@ -24,6 +24,8 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#include <nlohmann/json.hpp>
+
 using namespace fusec;
 namespace cl = llvm::cl;
 
@@ -71,6 +73,10 @@ cl::opt<bool> splitInputFile("split-input-file", cl::desc("Process each chunk be
 cl::opt<bool> checkEach("check-each", cl::desc("Run the program on random inputs before and after "
                          "every pass; stop at the first pass that changes the results"),
                          cl::cat(fusecCategory));
+cl::opt<bool> remarks("remarks", cl::desc("Print fusion decisions with their reasons (to stderr)"),
+                      cl::cat(fusecCategory));
+cl::opt<std::string> fusionReport("fusion-report", cl::desc("Write the fusion decisions as JSON"),
+                                  cl::value_desc("FILE.json"), cl::cat(fusecCategory));
 cl::opt<bool> listPasses("list-passes", cl::desc("List the registered passes and exit"), cl::cat(fusecCategory));
 } // namespace
 
@@ -195,12 +201,15 @@ static Instrumentation makeInstrumentation() {
   inst.verifyEach = verifyEach;
   inst.verifyRoundTrip = verifyRoundTrip;
   inst.timePasses = timePasses;
+  if (remarks)
+    inst.remarks = &llvm::errs();
   return inst;
 }
 
 /// Parses, transforms and prints one chunk. Returns an exit code.
 static int processChunk(const std::string &text, llvm::StringRef bufferName,
                         const PassManager &pipeline, Instrumentation inst,
+                        FusionReport *report, std::string &moduleName,
                         std::string &output) {
   llvm::SourceMgr sourceMgr;
   DiagEngine diag(sourceMgr);
@@ -212,6 +221,8 @@ static int processChunk(const std::string &text, llvm::StringRef bufferName,
   auto module = parseModule(sourceMgr, id, diag, directory.empty() ? "." : directory);
   if (!module)
     return ExitInputError;
+  if (!module->name.empty())
+    moduleName = module->name;
   std::vector<TensorData> inputs, reference;
   if (checkEach) {
     // The reference results of the input program, on deterministic inputs.
@@ -249,7 +260,7 @@ static int processChunk(const std::string &text, llvm::StringRef bufferName,
       return true;
     };
   }
-  RunResult result = pipeline.run(*module, diag, inst);
+  RunResult result = pipeline.run(*module, diag, inst, report);
   if (result == RunResult::InputError)
     return ExitInputError;
   if (result == RunResult::InternalError)
@@ -275,6 +286,37 @@ static std::string describePasses() {
               option.description + "\n";
   }
   return text;
+}
+
+/// Writes the spec §8 report.
+static std::string writeFusionReport(const std::string &path, const FusionReport &report,
+                                     const std::string &moduleName,
+                                     const PassManager &pipeline) {
+  nlohmann::ordered_json root;
+  root["module"] = moduleName;
+  root["pipeline"] = nlohmann::ordered_json::array();
+  for (const auto &pass : pipeline.getPasses())
+    root["pipeline"].push_back(pass->getName().str());
+  root["groups"] = nlohmann::ordered_json::array();
+  for (const FusionReport::Group &group : report.groups) {
+    nlohmann::ordered_json entry;
+    entry["function"] = group.function;
+    entry["kind"] = group.kind;
+    entry["pattern"] = group.pattern;
+    if (!group.composite.empty())
+      entry["composite"] = group.composite;
+    entry["members"] = group.members;
+    root["groups"].push_back(entry);
+  }
+  root["unfused"] = report.unfused;
+  root["dead"] = report.dead;
+  root["decisions"] = nlohmann::ordered_json::array();
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return "cannot write '" + path + "': " + ec.message();
+  os << root.dump(2) << "\n";
+  return "";
 }
 
 static void printVersion(llvm::raw_ostream &os) {
@@ -348,15 +390,17 @@ int fusec::driverMain(int argc, char **argv) {
   std::vector<std::string> chunks =
       splitInputFile ? splitChunks((*bufferOrError)->getBuffer())
                      : std::vector<std::string>{(*bufferOrError)->getBuffer().str()};
-  std::string output;
+  std::string output, moduleName = llvm::sys::path::stem(bufferName).str();
+  FusionReport report;
+  FusionReport *reportPtr = fusionReport.empty() ? nullptr : &report;
   for (size_t i = 0; i < chunks.size(); ++i) {
     std::string chunkOutput;
     Instrumentation inst = makeInstrumentation();
     // Chunks are separate modules: give each its own dump directory.
     if (splitInputFile && !inst.dumpDir.empty())
       inst.dumpDir += "/chunk-" + std::to_string(i);
-    int chunkCode =
-        processChunk(chunks[i], bufferName, *pipeline, inst, chunkOutput);
+    int chunkCode = processChunk(chunks[i], bufferName, *pipeline, inst, reportPtr,
+                                 moduleName, chunkOutput);
     exitCode = std::max(exitCode, chunkCode);
     if (i)
       output += "// -----\n";
@@ -368,6 +412,11 @@ int fusec::driverMain(int argc, char **argv) {
     return inputError("cannot write '" + outputFile + "': " + ec.message());
   out.os() << output;
   out.keep();
+  if (reportPtr) {
+    std::string problem = writeFusionReport(fusionReport, report, moduleName, *pipeline);
+    if (!problem.empty())
+      return inputError(problem);
+  }
   if (llvm::AreStatisticsEnabled()) {
     // LLVM 14 registers -stats-json as cl::opt<bool, true> (external storage).
     cl::Option *json = cl::getRegisteredOptions().lookup("stats-json");

@@ -551,6 +551,17 @@ def gen_binary():
             [(dt, round_to(trunc_div(wide(x, dt), np.int64(-2)), dt))])
         op1("maximum/%s/literal 0" % dt, "maximum(%a, 0)", [(dt, x, None)],
             [(dt, round_to(np.maximum(wide(x, dt), 0), dt))])
+    for dt in FLOATS:
+        x = arr(SPECIAL, dt)
+        op1("maximum/%s/literal nan" % dt, "maximum(%a, nan)", [(dt, x, None)],
+            [(dt, arr([float("nan")] * len(SPECIAL), dt))], exact=True)
+        op1("minimum/%s/literal inf" % dt, "minimum(inf, %a)", [(dt, x, None)],
+            [(dt, round_to(np.minimum(np.inf, wide(x, dt)), dt))], exact=True)
+        op1("power/%s/literal 0.5" % dt, "power(%a, 0.5)", [(dt, x, None)],
+            [(dt, unary_ref(lambda v: np.power(v, 0.5), x, dt))])
+    x = rand("f32", [2, 3])
+    op1("add/f32/same operand twice", "add(%a, %a)", [("f32", x, None)],
+        [("f32", round_to(2 * wide(x, "f32"), "f32"))], exact=True)
     x = rand("bool", [4])
     op1("logical_and/bool/literal", "logical_and(%a, true)", [("bool", x, None)],
         [("bool", x)])

@@ -11,7 +11,7 @@ jobs=$(nproc)
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEC_SANITIZE=ON -DFUSEC_ENABLE_FUZZER=ON \
   -DFUSEC_BUILD_TESTS=OFF >/dev/null
-ninja -C build-asan -j "$jobs" fusec fusec-parser-fuzzer
+ninja -C build-asan -j "$jobs" fusec fusec-run fusec-parser-fuzzer
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DFUSEC_ASAN_BIN_DIR="$PWD/build-asan/bin" >/dev/null
 ninja -C build -j "$jobs"

@@ -40,10 +40,17 @@ double exec::roundTo(double value, DType dtype) {
         std::fmod(value, 18446744073709551616.0))));
     return dtype == DType::i8 ? double(int8_t(bits)) : double(int32_t(bits));
   }
-  case DType::i64:
-    if (std::isnan(value))
+  case DType::i64: {
+    if (std::isnan(value) || std::isinf(value))
       return 0;
-    return std::trunc(std::clamp(value, -9223372036854775808.0, 9223372036854774784.0));
+    // Wrap modulo 2^64, as two's complement arithmetic does.
+    double wrapped = std::fmod(std::trunc(value), 18446744073709551616.0);
+    if (wrapped >= 9223372036854775808.0)
+      wrapped -= 18446744073709551616.0;
+    else if (wrapped < -9223372036854775808.0)
+      wrapped += 18446744073709551616.0;
+    return wrapped;
+  }
   }
   return value;
 }
@@ -255,7 +262,22 @@ double applyUnary(Op op, double x) {
   }
 }
 
+/// Integer add, subtract and multiply in wrapping 64-bit arithmetic, so an
+/// i32 product beyond 2^53 is exact before it is wrapped to 32 bits.
+double integerArithmetic(Op op, double x, double y, DType dtype) {
+  uint64_t a = uint64_t(int64_t(x)), b = uint64_t(int64_t(y));
+  uint64_t result = op == Op::Add ? a + b : op == Op::Subtract ? a - b : a * b;
+  // Wrap to the dtype's width before the result becomes a double again.
+  if (dtype == DType::i8)
+    return double(int8_t(result));
+  if (dtype == DType::i32)
+    return double(int32_t(result));
+  return double(int64_t(result));
+}
+
 double applyBinary(Op op, double x, double y, DType dtype) {
+  if (isIntDType(dtype) && (op == Op::Add || op == Op::Subtract || op == Op::Multiply))
+    return integerArithmetic(op, x, y, dtype);
   switch (op) {
   case Op::Add: return x + y;
   case Op::Subtract: return x - y;
@@ -299,8 +321,8 @@ struct Call final : Node {
     a->evalBatch(vars, slot, n, out);
     if (b) {
       b->evalBatch(vars, slot, n, scratch);
-      // The frequent arithmetic ops get their own loops.
-      switch (op) {
+      // The frequent float arithmetic gets its own loops.
+      switch (isIntDType(dtype) ? Op::Power : op) {
       case Op::Add:
         for (int64_t t = 0; t < n; ++t)
           out[t] += scratch[t];
@@ -464,9 +486,14 @@ enum class Combiner { Add, Multiply, Max, Min };
 inline double combineOne(Combiner combiner, double acc, double value,
                          DType accumulate) {
   value = roundFast(value, accumulate);
+  bool integer = isIntDType(accumulate);
   switch (combiner) {
-  case Combiner::Add: acc += value; break;
-  case Combiner::Multiply: acc *= value; break;
+  case Combiner::Add:
+    acc = integer ? integerArithmetic(Op::Add, acc, value, accumulate) : acc + value;
+    break;
+  case Combiner::Multiply:
+    acc = integer ? integerArithmetic(Op::Multiply, acc, value, accumulate) : acc * value;
+    break;
   case Combiner::Max:
     acc = std::isnan(acc) || std::isnan(value) ? NAN : std::max(acc, value);
     break;

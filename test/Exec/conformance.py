@@ -52,10 +52,8 @@ import numpy as np
 _I64_DOUBLE = ("BUG: the interpreter holds every element as a double (lib/Exec/KernelExec.cpp "
                "Buffer::data, TensorData::get/set at the kernel boundary), so i64 values beyond "
                "2^53 lose their low bits, even through astype/reshape")
-_I64_CLAMP = ("BUG: i64 results that overflow are clamped to [-2^63, 2^63 - 1024] "
-              "(exec::roundTo) instead of wrapping as NumPy/TVM do")
-_INT_MUL = ("BUG: integer products are computed in double, so a product beyond 2^53 loses "
-            "its low bits before it is wrapped to the dtype")
+_I64_CLAMP = ("LIMITATION: i64 overflow now wraps, but operands near 2^63 are already "
+              "rounded to doubles (see _I64_DOUBLE)")
 KNOWN_FAILURES = {
     # i64 values beyond 2^53.
     "astype/i64->i64/beyond-2^53": _I64_DOUBLE,  # 2^53+1 -> 2^53, 2^63-1 -> 2^63-1024
@@ -70,15 +68,11 @@ KNOWN_FAILURES = {
     "add/i64/wrap": _I64_CLAMP,  # (2^63-1) + 1 -> 2^63-1024 (want -2^63)
     "subtract/i64/wrap": _I64_CLAMP,  # (2^63-1) - 1 -> 2^63-1024 (want 2^63-2)
     "multiply/i64/wrap": _I64_CLAMP,  # 2^62 * 4 -> 2^63-1024 (want 0)
-    # i32 products beyond 2^53.
-    "multiply/i32/wrap": _INT_MUL,  # 123456789 * 987654321 -> -67153024 (want -67153019)
-    "prod/i32/wrap": _INT_MUL + "; the i64 accumulator also saturates",  # 1000^8 -> -1024
-    # (want -1593835520)
     # Symbolic dims that only the result type names.
     "broadcast_to/f32/symbolic [n,4]": (
-        "BUG: broadcast_to(f32[1,4]) {shape = [n, 4]} with n bound by another parameter "
-        "returns a [0, 4] tensor (the legalized kernel has no input that binds n; "
-        "`fusec --passes=legalize` fails its verifier with exit 3)"),
+        "LIMITATION: broadcast_to a symbolic dim the operand does not have is rejected "
+        "with a located error (a kernel's symbolic dims are bound by its inputs); it "
+        "used to return a wrong [0, 4] tensor"),
 }
 
 FLOATS = ["f32", "f16", "bf16"]

@@ -23,6 +23,19 @@
 using namespace fusec;
 using namespace fusec::exec;
 
+/// An integral double wrapped modulo 2^64 into int64's range, without the
+/// undefined behaviour of converting an out-of-range double.
+static int64_t wrapToInt64(double value) {
+  if (std::isnan(value) || std::isinf(value))
+    return 0;
+  double wrapped = std::fmod(std::trunc(value), 18446744073709551616.0);
+  if (wrapped >= 9223372036854775808.0)
+    wrapped -= 18446744073709551616.0;
+  else if (wrapped < -9223372036854775808.0)
+    wrapped += 18446744073709551616.0;
+  return wrapped >= 9223372036854775808.0 ? INT64_MIN : static_cast<int64_t>(wrapped);
+}
+
 double exec::roundTo(double value, DType dtype) {
   switch (dtype) {
   case DType::f32:
@@ -34,23 +47,11 @@ double exec::roundTo(double value, DType dtype) {
     return value != 0 ? 1 : 0;
   case DType::i8:
   case DType::i32: {
-    if (std::isnan(value) || std::isinf(value))
-      return 0;
-    uint64_t bits = static_cast<uint64_t>(static_cast<int64_t>(std::trunc(
-        std::fmod(value, 18446744073709551616.0))));
+    uint64_t bits = static_cast<uint64_t>(wrapToInt64(value));
     return dtype == DType::i8 ? double(int8_t(bits)) : double(int32_t(bits));
   }
-  case DType::i64: {
-    if (std::isnan(value) || std::isinf(value))
-      return 0;
-    // Wrap modulo 2^64, as two's complement arithmetic does.
-    double wrapped = std::fmod(std::trunc(value), 18446744073709551616.0);
-    if (wrapped >= 9223372036854775808.0)
-      wrapped -= 18446744073709551616.0;
-    else if (wrapped < -9223372036854775808.0)
-      wrapped += 18446744073709551616.0;
-    return wrapped;
-  }
+  case DType::i64:
+    return double(wrapToInt64(value)); // modulo 2^64, as two's complement
   }
   return value;
 }
@@ -123,14 +124,14 @@ struct IndexOp final : Node {
   KExpr::Kind kind;
   NodePtr a, b;
   double eval(const int64_t *vars) const override {
-    int64_t x = int64_t(a->eval(vars));
+    int64_t x = wrapToInt64(a->eval(vars));
     if (kind == KExpr::Not)
       return x == 0;
     if (kind == KExpr::And)
       return x != 0 && b->eval(vars) != 0; // short-circuit
     if (kind == KExpr::Or)
       return x != 0 || b->eval(vars) != 0;
-    int64_t y = int64_t(b->eval(vars));
+    int64_t y = wrapToInt64(b->eval(vars));
     switch (kind) {
     case KExpr::Add: return double(x + y);
     case KExpr::Sub: return double(x - y);
@@ -158,7 +159,7 @@ struct IndexCalc {
   NodePtr general;
   int64_t eval(const int64_t *vars) const {
     if (general)
-      return int64_t(general->eval(vars));
+      return wrapToInt64(general->eval(vars));
     int64_t value = constant;
     for (const auto &[slot, coefficient] : terms)
       value += coefficient * vars[slot];
@@ -265,7 +266,7 @@ double applyUnary(Op op, double x) {
 /// Integer add, subtract and multiply in wrapping 64-bit arithmetic, so an
 /// i32 product beyond 2^53 is exact before it is wrapped to 32 bits.
 double integerArithmetic(Op op, double x, double y, DType dtype) {
-  uint64_t a = uint64_t(int64_t(x)), b = uint64_t(int64_t(y));
+  uint64_t a = uint64_t(wrapToInt64(x)), b = uint64_t(wrapToInt64(y));
   uint64_t result = op == Op::Add ? a + b : op == Op::Subtract ? a - b : a * b;
   // Wrap to the dtype's width before the result becomes a double again.
   if (dtype == DType::i8)

@@ -74,16 +74,23 @@ void TensorData::set(int64_t index, double value) {
     return;
   }
   case DType::i8:
-    *p = static_cast<uint8_t>(static_cast<int8_t>(value));
-    return;
   case DType::i32: {
-    int32_t v = static_cast<int32_t>(value);
-    std::memcpy(p, &v, 4);
+    // Narrowing an int64 is defined; converting an out-of-range double is not.
+    int64_t wide = std::isfinite(value) && std::fabs(value) < 9.2e18
+                       ? static_cast<int64_t>(value)
+                       : 0;
+    if (dtype == DType::i8) {
+      *p = static_cast<uint8_t>(static_cast<int8_t>(wide));
+    } else {
+      int32_t v = static_cast<int32_t>(wide);
+      std::memcpy(p, &v, 4);
+    }
     return;
   }
   case DType::i64: {
     // Saturate: converting an out-of-range double to int64 is undefined.
-    int64_t v = value >= 9223372036854775807.0    ? INT64_MAX
+    int64_t v = std::isnan(value)                   ? 0
+                : value >= 9223372036854775807.0    ? INT64_MAX
                 : value <= -9223372036854775808.0 ? INT64_MIN
                                                   : static_cast<int64_t>(value);
     std::memcpy(p, &v, 8);
@@ -296,6 +303,7 @@ std::shared_ptr<TensorData> fusec::readNpyFile(llvm::StringRef path,
     return nullptr;
   }
   auto data = std::make_shared<TensorData>(*dtype, shape);
-  std::memcpy(data->data(), bytes.data() + dataStart, payload);
+  if (payload)
+    std::memcpy(data->data(), bytes.data() + dataStart, payload);
   return data;
 }

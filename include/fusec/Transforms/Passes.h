@@ -25,6 +25,9 @@ std::unique_ptr<Pass> createAnnotatePatternPass();
 /// `fuse-ops`: TVM's FuseOps on each dataflow block.
 std::unique_ptr<Pass> createFuseOpsPass();
 
+/// `fuse-tir`: each primitive function becomes one kernel.
+std::unique_ptr<Pass> createFuseTIRPass();
+
 /// `test-perturb-constants`: a deliberately wrong pass for tests.
 std::unique_ptr<Pass> createTestPerturbConstantsPass();
 

@@ -1,0 +1,285 @@
+//===- FuseTIR.cpp - Merge each primitive function into one kernel --------===//
+//
+// Contract: every `primitive` function (without `codegen`) made of
+// call_kernels, `get`s and inlined scalar constants becomes one kernel of
+// the same name holding the stages of all its members; each call site
+// becomes `call_kernel`. The function's results are the kernel's outputs
+// (several results: a multi-output kernel), every other member result is an
+// internal stage, not in device memory unless a schedule decides so.
+// Parameters no stage reads are dropped, here and at the call sites, and
+// kernels nothing calls any more are removed (TVM's FuseTIR runs DCE too).
+//
+// Algorithm, per primitive function:
+//   1. Input buffers are the function's tensor parameters, named after them.
+//   2. For each member call_kernel, in order: bind the callee's symbolic
+//      dims to the argument types, map its input buffers to the arguments'
+//      buffers (a scalar constant becomes a literal), rename its outputs
+//      after the member's value (`%v`, or `%v_0`, `%v_1` for several) and
+//      its internal buffers `%v_<name>`, and append its stages rewritten
+//      with those names and dims.
+//   3. The buffers of the returned values become outputs; the kernel is
+//      verified; the function is replaced.
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/IR/Kernel.h"
+#include "fusec/Transforms/Passes.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <map>
+
+#define DEBUG_TYPE "fuse-tir"
+
+using namespace fusec;
+
+FUSEC_STATISTIC(NumFusedKernels, "num-fused-kernels", "Number of primitive functions merged into kernels");
+
+namespace {
+
+/// How a member kernel's names map into the fused kernel.
+struct Renaming {
+  llvm::StringMap<std::string> buffers;  // callee buffer -> fused buffer
+  llvm::StringMap<KExprPtr> literals;    // callee buffer -> scalar constant
+  std::map<std::string, Dim> symbols;    // callee symbol -> caller dim
+};
+
+KExprPtr dimExpr(const Dim &dim) {
+  return dim.isSymbolic() ? KExpr::var(dim.symbol) : KExpr::intConst(dim.size);
+}
+
+Dim renameDim(const Dim &dim, const Renaming &renaming) {
+  if (!dim.isSymbolic())
+    return dim;
+  auto it = renaming.symbols.find(dim.symbol);
+  return it == renaming.symbols.end() ? dim : it->second;
+}
+
+Type renameType(const Type &type, const Renaming &renaming) {
+  Shape shape;
+  for (const Dim &dim : type.getShape())
+    shape.push_back(renameDim(dim, renaming));
+  return Type::tensor(type.getDType(), shape);
+}
+
+/// `e` with buffers, symbolic dims and scalar constants substituted.
+/// Stage variables shadow symbols of the same name.
+KExprPtr rewrite(const KExprPtr &e, const Renaming &renaming,
+                 const llvm::StringSet<> &stageVars) {
+  if (e->kind == KExpr::Var) {
+    if (stageVars.count(e->name))
+      return e;
+    auto it = renaming.symbols.find(e->name);
+    return it == renaming.symbols.end() ? e : dimExpr(it->second);
+  }
+  if (e->kind == KExpr::Load) {
+    auto literal = renaming.literals.find(e->name);
+    if (literal != renaming.literals.end())
+      return literal->second;
+  }
+  auto copy = std::make_shared<KExpr>(*e);
+  for (KExprPtr &arg : copy->args)
+    arg = rewrite(arg, renaming, stageVars);
+  if (e->kind == KExpr::Load)
+    copy->name = renaming.buffers.lookup(e->name);
+  return copy;
+}
+
+class FuseTIR final : public Pass {
+public:
+  FuseTIR() : Pass("fuse-tir") {}
+  bool run(Module &module, PassContext &context) override;
+
+private:
+  std::unique_ptr<Kernel> buildKernel(const Module &module, const Function &function,
+                                      std::string &problem);
+};
+
+} // namespace
+
+std::unique_ptr<Kernel> FuseTIR::buildKernel(const Module &module, const Function &function,
+                                             std::string &problem) {
+  auto kernel = std::make_unique<Kernel>();
+  kernel->name = function.name;
+  llvm::DenseMap<const Value *, std::string> bufferOf;
+  llvm::DenseMap<const Value *, KExprPtr> scalarOf;
+  llvm::StringSet<> used;
+  auto fresh = [&](std::string name) {
+    std::string unique = name;
+    for (int k = 1; used.count(unique); ++k)
+      unique = name + "_" + std::to_string(k);
+    used.insert(unique);
+    return unique;
+  };
+  for (const auto &param : function.params) {
+    if (!param->type.isTensor()) {
+      problem = "parameter %" + param->name + " is a tuple";
+      return nullptr;
+    }
+    std::string name = fresh(param->name);
+    kernel->inputs.push_back({name, param->type, KBuffer::Input, {}});
+    bufferOf[param.get()] = name;
+  }
+  // Results of member kernels that hold several outputs, by value.
+  llvm::DenseMap<const Value *, std::vector<std::string>> tupleBuffers;
+  bool ok = true;
+  function.forEachBinding([&](const Binding &binding) {
+    if (!ok)
+      return;
+    const Value *result = binding.getResult();
+    if (binding.kind == ExprKind::Constant && result->type.isTensor() &&
+        result->type.getRank() == 0) {
+      TensorData data = binding.constant->materialize(result->type);
+      scalarOf[result] = KExpr::literal(data.get(0), result->type.getDType());
+      return;
+    }
+    if (binding.kind == ExprKind::Get) {
+      const auto &buffers = tupleBuffers.lookup(binding.operands.front().value);
+      if (binding.tupleIndex < int64_t(buffers.size())) {
+        bufferOf[result] = buffers[binding.tupleIndex];
+        return;
+      }
+    }
+    if (binding.kind != ExprKind::CallKernel) {
+      problem = "%" + result->name + " is a " + binding.headName() + ", not a kernel call";
+      ok = false;
+      return;
+    }
+    const Kernel *callee = module.lookupKernel(binding.callee);
+    Renaming renaming;
+    for (size_t i = 0; i < callee->inputs.size(); ++i) {
+      const Value *argument = binding.operands[i].value;
+      const KBuffer &input = callee->inputs[i];
+      for (size_t d = 0; d < input.type.getShape().size(); ++d)
+        if (input.type.getShape()[d].isSymbolic())
+          renaming.symbols[input.type.getShape()[d].symbol] =
+              argument->type.getShape()[d];
+      if (scalarOf.count(argument))
+        renaming.literals[input.name] = scalarOf.lookup(argument);
+      else
+        renaming.buffers[input.name] = bufferOf.lookup(argument);
+    }
+    std::vector<std::string> outputs;
+    for (size_t k = 0; k < callee->outputs.size(); ++k) {
+      std::string name = fresh(callee->outputs.size() == 1
+                                   ? result->name
+                                   : result->name + "_" + std::to_string(k));
+      renaming.buffers[callee->outputs[k].name] = name;
+      outputs.push_back(name);
+      kernel->internals.push_back(
+          {name, renameType(callee->outputs[k].type, renaming), KBuffer::Internal, {}});
+    }
+    for (const KBuffer &internal : callee->internals) {
+      std::string name = fresh(result->name + "_" + internal.name);
+      renaming.buffers[internal.name] = name;
+      kernel->internals.push_back(
+          {name, renameType(internal.type, renaming), KBuffer::Internal, {}});
+    }
+    for (const KStage &stage : callee->stages) {
+      KStage copy = stage;
+      copy.buffer = renaming.buffers.lookup(stage.buffer);
+      llvm::StringSet<> stageVars;
+      for (const std::string &var : stage.spatialVars)
+        stageVars.insert(var);
+      for (auto &[var, extent] : copy.reduceVars) {
+        stageVars.insert(var);
+        extent = renameDim(extent, renaming);
+      }
+      copy.body = rewrite(stage.body, renaming, stageVars);
+      kernel->stages.push_back(std::move(copy));
+    }
+    if (outputs.size() == 1)
+      bufferOf[result] = outputs.front();
+    else
+      tupleBuffers[result] = outputs;
+  });
+  if (!ok)
+    return nullptr;
+  // The returned values become outputs, in order.
+  for (const Operand &operand : function.returnValues) {
+    std::string name = bufferOf.lookup(operand.value);
+    auto it = std::find_if(kernel->internals.begin(), kernel->internals.end(),
+                           [&](const KBuffer &b) { return b.name == name; });
+    if (it == kernel->internals.end()) {
+      problem = "it returns %" + operand.value->name + " without computing it";
+      return nullptr;
+    }
+    KBuffer output = *it;
+    output.role = KBuffer::Output;
+    kernel->internals.erase(it);
+    kernel->outputs.push_back(output);
+  }
+  return kernel;
+}
+
+/// Names of the buffers some stage reads.
+static void collectReads(const KExprPtr &e, llvm::StringSet<> &reads) {
+  if (e->kind == KExpr::Load)
+    reads.insert(e->name);
+  for (const KExprPtr &arg : e->args)
+    collectReads(arg, reads);
+}
+
+bool FuseTIR::run(Module &module, PassContext &context) {
+  std::vector<std::unique_ptr<Kernel>> created;
+  llvm::StringMap<std::vector<size_t>> keptParams; // fused name -> params kept
+  llvm::StringSet<> fused;
+  for (const auto &function : module.functions) {
+    const Attr *primitive = function->attrs.get("primitive");
+    if (!primitive || primitive->kind != Attr::Bool || !primitive->boolValue ||
+        function->attrs.get("codegen"))
+      continue;
+    std::string problem;
+    std::unique_ptr<Kernel> kernel = buildKernel(module, *function, problem);
+    if (!kernel) {
+      FUSEC_DEBUG("@" + function->name + " stays a function: " + problem);
+      continue;
+    }
+    llvm::StringSet<> reads;
+    for (const KStage &stage : kernel->stages)
+      collectReads(stage.body, reads);
+    std::vector<size_t> kept;
+    std::vector<KBuffer> inputs;
+    for (size_t i = 0; i < kernel->inputs.size(); ++i)
+      if (reads.count(kernel->inputs[i].name)) {
+        kept.push_back(i);
+        inputs.push_back(kernel->inputs[i]);
+      }
+    kernel->inputs = std::move(inputs);
+    if (!verifyKernel(*kernel, context.diag, "in fuse-tir (merging @" + function->name + ")"))
+      return false;
+    keptParams[function->name] = kept;
+    fused.insert(function->name);
+    created.push_back(std::move(kernel));
+    ++NumFusedKernels;
+  }
+  llvm::erase_if(module.functions, [&](const std::unique_ptr<Function> &f) {
+    return fused.count(f->name);
+  });
+  for (auto &kernel : created)
+    module.kernels.push_back(std::move(kernel));
+  for (auto &function : module.functions)
+    function->forEachBinding([&](Binding &binding) {
+      if (binding.kind != ExprKind::Call || !fused.count(binding.callee))
+        return;
+      std::vector<Operand> operands;
+      for (size_t index : keptParams[binding.callee])
+        operands.push_back(binding.operands[index]);
+      binding.kind = ExprKind::CallKernel;
+      binding.operands = std::move(operands);
+    });
+  // Remove kernels nothing calls any more.
+  llvm::StringSet<> called;
+  for (const auto &function : module.functions)
+    function->forEachBinding([&](const Binding &binding) {
+      if (binding.kind == ExprKind::CallKernel)
+        called.insert(binding.callee);
+    });
+  llvm::erase_if(module.kernels, [&](const std::unique_ptr<Kernel> &k) {
+    return !called.count(k->name);
+  });
+  return true;
+}
+
+std::unique_ptr<Pass> fusec::createFuseTIRPass() { return std::make_unique<FuseTIR>(); }

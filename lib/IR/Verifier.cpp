@@ -283,9 +283,10 @@ bool Checker::checkStructure(const Function &function) {
       if (!blockValues.count(output))
         return error(item.block->loc, "dataflow output '%" + output->name +
                                           "' is not defined in its block");
+    llvm::DenseSet<const Value *> outputs(item.block->outputs.begin(),
+                                          item.block->outputs.end());
     for (const Value *value : blockValues)
-      if (std::find(item.block->outputs.begin(), item.block->outputs.end(),
-                    value) == item.block->outputs.end())
+      if (!outputs.count(value))
         visible.erase(value);
   }
   if (function.returnValues.empty() && !function.returnsTuple)

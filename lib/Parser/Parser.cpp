@@ -21,6 +21,9 @@
 #include "ParserImpl.h"
 #include "fusec/IR/Ops.h"
 
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+
 #include "llvm/Support/Path.h"
 
 #include <cmath>
@@ -223,22 +226,21 @@ bool Parser::parseDataflowBlock(Function &function) {
   if (token.isKeyword("output")) {
     block->hasOutputClause = true;
     consume();
+    llvm::StringMap<Value *> blockValues;
+    for (auto &binding : block->bindings)
+      blockValues[binding->result->name] = binding->getResult();
+    llvm::StringSet<> listed;
     while (true) {
       if (!token.is(Token::LocalName))
         return error("expected a value name in 'output', found " +
                      describeToken());
-      for (Value *listed : block->outputs)
-        if (listed->name == token.stringValue)
-          return error("'%" + token.stringValue + "' is listed twice in 'output'");
-      bool inBlock = false;
-      for (auto &binding : block->bindings)
-        if (binding->result->name == token.stringValue) {
-          block->outputs.push_back(binding->getResult());
-          inBlock = true;
-        }
-      if (!inBlock)
+      if (!listed.insert(token.stringValue).second)
+        return error("'%" + token.stringValue + "' is listed twice in 'output'");
+      Value *value = blockValues.lookup(token.stringValue);
+      if (!value)
         return error("'output' may only list values defined in this dataflow "
                      "block; '%" + token.stringValue + "' is not");
+      block->outputs.push_back(value);
       block->outputLocs.push_back(token.getLoc());
       consume();
       if (!token.is(Token::Comma))
@@ -254,10 +256,10 @@ bool Parser::parseDataflowBlock(Function &function) {
                        "block, found " + describeToken());
   consume();
   // Values of the block that are not outputs go out of scope.
+  llvm::DenseSet<const Value *> outputs(block->outputs.begin(), block->outputs.end());
   for (auto &binding : block->bindings) {
     Value *value = binding->getResult();
-    if (std::find(block->outputs.begin(), block->outputs.end(), value) !=
-        block->outputs.end())
+    if (outputs.count(value))
       continue;
     visibleValues.erase(value->name);
     hiddenValues[value->name] = value->loc;

@@ -1,0 +1,101 @@
+//===- FusionBenchmark.cpp - Partitioner speed on generated graphs --------===//
+//
+// Runs `annotate-pattern,fuse-ops,fuse-tir` on legalized graphs of 1k to 1M
+// bindings in three shapes: chains (elementwise runs broken by reductions),
+// diamonds (fan-out reconverging two ops later) and wide fan-out (one
+// value feeding many consumers that are each an output). Reports time per
+// binding; docs/performance.md records the figures. Wall-clock numbers
+// belong here, never in tests.
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/Parser/Parser.h"
+#include "fusec/Pass/Pass.h"
+
+#include <benchmark/benchmark.h>
+
+#include <sstream>
+
+using namespace fusec;
+
+namespace {
+
+enum class Shape { Chain, Diamond, FanOut };
+
+/// A legalized module with `count` bindings in one dataflow block, reusing
+/// a few kernels so that the graph, not kernel printing, dominates.
+std::string makeModule(int64_t count, Shape shape) {
+  std::ostringstream os;
+  os << "func @main(%x: f32[8,8]) -> f32[8,8] {\n  dataflow {\n";
+  std::string last = "x";
+  std::vector<std::string> outputs;
+  for (int64_t i = 0; i < count; ++i) {
+    std::string name = "v" + std::to_string(i);
+    switch (shape) {
+    case Shape::Chain:
+      os << "    %" << name << " = call_kernel @" << (i % 16 == 15 ? "rowsum" : "exp")
+         << "(%" << last << ")\n";
+      break;
+    case Shape::Diamond:
+      if (i % 3 == 2)
+        os << "    %" << name << " = call_kernel @add(%v" << i - 1 << ", %v" << i - 2 << ")\n";
+      else
+        os << "    %" << name << " = call_kernel @exp(%" << last << ")\n";
+      break;
+    case Shape::FanOut:
+      os << "    %" << name << " = call_kernel @exp(%x)\n";
+      outputs.push_back("%" + name);
+      break;
+    }
+    if (shape != Shape::Diamond || i % 3 == 2)
+      last = name;
+  }
+  if (shape != Shape::FanOut)
+    outputs = {"%" + last};
+  os << "    output " << outputs.front();
+  for (size_t i = 1; i < outputs.size(); ++i)
+    os << ", " << outputs[i];
+  os << "\n  }\n  return " << outputs.front() << "\n}\n";
+  os << "kernel @exp(%a: f32[8,8]) -> (%out: f32[8,8]) {\n  %out[i, j] = exp(%a[i, j])\n}\n"
+     << "kernel @add(%a: f32[8,8], %b: f32[8,8]) -> (%out: f32[8,8]) {\n"
+     << "  %out[i, j] = add(%a[i, j], %b[i, j])\n}\n"
+     << "kernel @rowsum(%a: f32[8,8]) -> (%out: f32[8,8]) {\n"
+     << "  internal %s: f32[8]\n"
+     << "  %s[i] = reduce add(%a[i, r]) over (r: 8) init 0.0 in f32\n"
+     << "  %out[i, j] = divide(%a[i, j], %s[i])\n}\n";
+  return os.str();
+}
+
+void runFusion(benchmark::State &state, Shape shape) {
+  registerAllPasses();
+  std::string text = makeModule(state.range(0), shape);
+  PipelineError error;
+  auto pipeline = parsePassPipeline("annotate-pattern,fuse-ops,fuse-tir", error);
+  Instrumentation quiet;
+  quiet.verifyEach = false;
+  for (auto _ : state) {
+    state.PauseTiming();
+    llvm::SourceMgr sourceMgr;
+    DiagEngine diag(sourceMgr);
+    auto module = parseModuleString(text, sourceMgr, diag, "bench.fir");
+    state.ResumeTiming();
+    if (!module || pipeline->run(*module, diag, quiet) != RunResult::Success)
+      state.SkipWithError("the pipeline failed");
+    state.PauseTiming();
+    module.reset(); // destruction is not the partitioner's cost
+    state.ResumeTiming();
+  }
+  state.counters["per_binding"] = benchmark::Counter(
+      double(state.range(0)) * double(state.iterations()),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void BM_Chain(benchmark::State &state) { runFusion(state, Shape::Chain); }
+void BM_Diamond(benchmark::State &state) { runFusion(state, Shape::Diamond); }
+void BM_FanOut(benchmark::State &state) { runFusion(state, Shape::FanOut); }
+
+} // namespace
+
+BENCHMARK(BM_Chain)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Diamond)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FanOut)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond);
+BENCHMARK_MAIN();

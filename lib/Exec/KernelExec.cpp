@@ -111,6 +111,11 @@ struct VarRef final : Node {
   int slot;
   explicit VarRef(int s) : slot(s) {}
   double eval(const int64_t *vars) const override { return double(vars[slot]); }
+  void evalBatch(int64_t *vars, int batchSlot, int64_t count, double *out) const override {
+    double start = double(vars[slot]);
+    for (int64_t t = 0; t < count; ++t)
+      out[t] = batchSlot == slot ? start + double(t) : start;
+  }
 };
 
 int64_t floorDiv(int64_t a, int64_t b) {
@@ -123,6 +128,43 @@ int64_t floorDiv(int64_t a, int64_t b) {
 struct IndexOp final : Node {
   KExpr::Kind kind;
   NodePtr a, b;
+  mutable double rhs[kBatch];
+  bool shortCircuit = false; // `&&`/`||` whose right side loads: stay lazy
+  /// Arithmetic and comparisons evaluate both operands as batches; so do
+  /// `&&` and `||` unless their right side reads a buffer (a guard such as
+  /// `i < n && %idx[i] > 0` must not read out of range).
+  void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const override {
+    if (shortCircuit)
+      return Node::evalBatch(vars, slot, count, out);
+    a->evalBatch(vars, slot, count, out);
+    if (kind == KExpr::Not) {
+      for (int64_t t = 0; t < count; ++t)
+        out[t] = out[t] == 0;
+      return;
+    }
+    if (kind == KExpr::FloorDiv || kind == KExpr::Mod)
+      return Node::evalBatch(vars, slot, count, out); // division checks
+    b->evalBatch(vars, slot, count, rhs);
+    for (int64_t t = 0; t < count; ++t) {
+      double x = out[t], y = rhs[t];
+      switch (kind) {
+      case KExpr::Add: out[t] = x + y; break;
+      case KExpr::Sub: out[t] = x - y; break;
+      case KExpr::Mul: out[t] = x * y; break;
+      case KExpr::Min: out[t] = std::min(x, y); break;
+      case KExpr::Max: out[t] = std::max(x, y); break;
+      case KExpr::Lt: out[t] = x < y; break;
+      case KExpr::Le: out[t] = x <= y; break;
+      case KExpr::Gt: out[t] = x > y; break;
+      case KExpr::Ge: out[t] = x >= y; break;
+      case KExpr::Eq: out[t] = x == y; break;
+      case KExpr::Ne: out[t] = x != y; break;
+      case KExpr::And: out[t] = x != 0 && y != 0; break;
+      case KExpr::Or: out[t] = x != 0 || y != 0; break;
+      default: break;
+      }
+    }
+  }
   double eval(const int64_t *vars) const override {
     int64_t x = wrapToInt64(a->eval(vars));
     if (kind == KExpr::Not)
@@ -361,10 +403,41 @@ struct Cast final : Node {
 
 struct Select final : Node {
   NodePtr cond, a, b;
+  mutable double conditions[kBatch];
   double eval(const int64_t *vars) const override {
     return cond->eval(vars) != 0 ? a->eval(vars) : b->eval(vars);
   }
+  /// A batch whose conditions agree evaluates one branch as a batch (the
+  /// interior of a padded window); a mixed batch stays lazy per element, so
+  /// a branch never runs where it is not taken.
+  void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const override {
+    cond->evalBatch(vars, slot, count, conditions);
+    bool allTrue = true, allFalse = true;
+    for (int64_t t = 0; t < count; ++t) {
+      allTrue &= conditions[t] != 0;
+      allFalse &= conditions[t] == 0;
+    }
+    if (allTrue)
+      return a->evalBatch(vars, slot, count, out);
+    if (allFalse)
+      return b->evalBatch(vars, slot, count, out);
+    int64_t start = vars[slot];
+    for (int64_t t = 0; t < count; ++t) {
+      vars[slot] = start + t;
+      out[t] = conditions[t] != 0 ? a->eval(vars) : b->eval(vars);
+    }
+    vars[slot] = start;
+  }
 };
+
+bool readsBuffer(const KExpr &e) {
+  if (e.kind == KExpr::Load)
+    return true;
+  for (const KExprPtr &arg : e.args)
+    if (readsBuffer(*arg))
+      return true;
+  return false;
+}
 
 /// Compiles the expressions of one kernel call.
 struct Compiler {
@@ -465,6 +538,8 @@ struct Compiler {
       op->a = compile(*e.args[0]);
       if (e.args.size() > 1)
         op->b = compile(*e.args[1]);
+      op->shortCircuit =
+          (e.kind == KExpr::And || e.kind == KExpr::Or) && readsBuffer(*e.args[1]);
       return op;
     }
     }

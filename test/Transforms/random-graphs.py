@@ -72,10 +72,33 @@ import time
 
 import numpy as np
 
-# Seeds whose program hits a known fusec bug: seed -> (reproducer, what is
-# wrong). They are generated but not checked, so the test stays green while
-# the bug is open; remove an entry once its bug is fixed (--only-known
-# checks just these seeds and says which ones pass now).
+# Open fusec bugs this tester found: tag -> (reproducer under
+# test/Transforms/, what is wrong, regex matching the failure message).
+KNOWN_BUGS = {
+    "numeric-names": (
+        "Inputs/random-failures/numeric-name-internal-buffers.fir",
+        "fuse-tir names internal buffers <value>_<suffix>; for a numeric value name "
+        "(%7 -> %7_max, %1 -> %1_0) that is not a FIR name, so B.fir does not parse back "
+        "and fusec-run cannot run it",
+        r"expected ':' and the buffer type"),
+    "split-1": (
+        "Inputs/random-failures/split-one-section.fir",
+        "split {indices_or_sections = 1} (a 1-tuple): legalize produces a tensor-typed "
+        "call_kernel, the verifier stops with exit 3; fusec-run segfaults on the graph form",
+        r"but 'call_kernel @split\S*' produces"),
+    "take-scalar-index": (
+        "Inputs/random-failures/take-scalar-constant-index.fir",
+        "take with a scalar constant index inside a fused group: fuse-tir folds the "
+        "constant into an index expression ('i32(2)' is a value, not an index), exit 1",
+        r"is a value, not an index"),
+}
+
+# Seeds whose program hits a known bug: seed -> tag of KNOWN_BUGS. They are
+# generated but not checked, so the test stays green while the bug is open.
+# `--only-known` checks just these seeds and says which pass now (remove
+# them); `--update-known` prints this table for the seeds of --start/--count
+# whose failures all match known bugs. The table depends on the generator:
+# regenerate it after changing the generator.
 KNOWN_FAILING_SEEDS = {
 }
 
@@ -348,19 +371,19 @@ class Gen:
             self.counter += 1
             k = self.counter
             style = r.random()
-            if hint and style < 0.3:
-                name = "%s%d" % (hint, k)
-            elif style < 0.5:
+            if style < 0.3:
+                name = "%s%d" % (hint or "v", k)
+            elif style < 0.42:
                 name = str(k)
-            elif style < 0.6:
+            elif style < 0.55:
                 name = "lv%d" % k
-            elif style < 0.7:
+            elif style < 0.65:
                 name = "v_%d" % k
-            elif style < 0.75:
+            elif style < 0.72:
                 name = "t.%d" % k
-            elif style < 0.8:
+            elif style < 0.78:
                 name = "a$%d-b" % k
-            elif style < 0.83:
+            elif style < 0.8:
                 name = "0%d" % k       # %07 and %7 are different names
             else:
                 name = "x%d" % k
@@ -449,7 +472,7 @@ class Gen:
         for i, v in enumerate(cands):
             w = 1.0 + 3.0 * (i + 1) / n
             if fresh_bias and v.uses == 0:
-                w *= 3.0
+                w *= 4.0
             weights.append(w)
         return self.r.choices(cands, weights)[0]
 
@@ -989,8 +1012,9 @@ class Gen:
         ishape = tuple(r.choice([[], [2], [3], [4], [2, 2], [1, 3]]))
         if r.random() < 0.2:
             # Flattened take: indices into the flattened data.
-            v = self.pick(lambda u: elems([d for d in u.shape if isinstance(d, int)]) >= 3)
-            limit = elems([d for d in v.shape if isinstance(d, int)])
+            # Static data only: a symbolic dim may be 0 at run time.
+            v = self.pick(lambda u: is_static(u.shape) and elems(u.shape) >= 3)
+            limit = elems(v.shape)
             axis = None
             shape = ishape
         else:
@@ -1028,6 +1052,8 @@ class Gen:
             attr_axes = str(shown[0]) if len(shown) == 1 and r.random() < 0.4 else fmt_list(shown)
         keep = r.random() < 0.4
         count = elems([v.shape[a] for a in axes])
+        if op == "mean" and v.dtype in INTS and not is_static([v.shape[a] for a in axes]):
+            op = "sum"      # an integer mean over a dim that may be 0 divides by zero
         lo, hi = v.lo, v.hi
         if op == "sum":
             lo, hi = min(lo * count, lo), max(hi * count, hi)
@@ -1416,6 +1442,41 @@ class Gen:
             if not f.is_tuple and r.random() < 0.8:
                 self.add_binding("get(@@0@@, %d)" % i, [t], f.dtype, f.shape, f.lo, f.hi, "g")
 
+    def g_twin(self):
+        """Repeat the last few bindings on other inputs (fuse-ops shares the
+        function of identical groups; near-identical ones must not share)."""
+        r = self.r
+        tail = []
+        for b in reversed(self.seg.bindings):
+            if (b.val.is_tuple or not b.ops or b.fmt.startswith("get(") or b.fmt.startswith("call ")
+                    or b.fmt == "@@0@@" or len(tail) >= 4):
+                break
+            tail.append(b)
+        if not tail:
+            raise Retry()
+        tail = tail[::-1][-r.randint(1, len(tail)):]
+        mapping = {}
+        for b in tail:
+            ops = []
+            for o in b.ops:
+                if o.name in mapping:
+                    ops.append(mapping[o.name])
+                elif (r.random() < 0.5 and not o.is_tuple and o.dtype not in INTS and
+                      (o.dtype == "bool" or (o.lo <= -1 and o.hi >= 1))):
+                    # Random inputs lie in [-1, 1): inside the range o had.
+                    ops.append(self.new_param(o.dtype, o.shape, o.lo, o.hi))
+                else:
+                    ops.append(o)
+            fmt = b.fmt
+            m = re.match(r"^(add|subtract|maximum|minimum|multiply)\((.*)\)$", fmt)
+            if m and r.random() < 0.5:
+                # A different scalar literal: same shape of group, other kernel.
+                fmt = re.sub(r"(?<![\w.@-])(-?\d+\.\d+)", lambda x: fmt_float(float(x.group(1)) / 2), fmt)
+            v = b.val
+            nv = self.add_binding(fmt, ops, v.dtype, v.shape, min(v.lo, v.lo / 2), max(v.hi, v.hi / 2),
+                                  "twin", fields=v.fields)
+            mapping[v.name] = nv
+
     def g_alias(self):
         v = self.pick()
         self.add_binding("@@0@@", [v], v.dtype, v.shape, v.lo, v.hi, "alias")
@@ -1449,7 +1510,7 @@ class Gen:
         ("g_expand_dims", 3), ("g_squeeze", 3), ("g_broadcast_to", 3), ("g_concat", 4),
         ("g_split", 3), ("g_strided_slice", 4), ("g_take", 3), ("g_reduce", 7), ("g_softmax", 3),
         ("g_norm", 3), ("g_matmul", 5), ("g_conv2d", 3), ("g_pool", 3), ("g_tuple", 1.5),
-        ("g_alias", 1), ("g_int_roundtrip", 1.5), ("g_call", 1.5),
+        ("g_alias", 1), ("g_int_roundtrip", 1.5), ("g_call", 1.5), ("g_twin", 2),
     ]
 
     def generate(self, fname="main", nops=None):
@@ -1463,7 +1524,7 @@ class Gen:
             elif sym_choice < 0.45:
                 self.syms = ["n", "m"]
             for s in self.syms:
-                p.dims[s] = r.choice([1, 2, 3, 4, 5, 8])
+                p.dims[s] = r.choice([1, 2, 3, 4, 5, 8] * 4 + [0])
             if r.random() < 0.3:
                 p.module_name = "rg_%d" % self.seed
         p.shuffle_outputs = r.random() < 0.3
@@ -1501,6 +1562,25 @@ class Gen:
                     del p.params[mark[2]:]
                     for v, u in zip(self.visible, uses):
                         v.uses = u
+        # Often join unused values pairwise, so that fewer values end as
+        # outputs (an output ends a fusion group) and the DAG reconverges.
+        if r.random() < 0.6:
+            for _ in range(12):
+                sinks = [v for v in self.visible if v.uses == 0 and v not in p.params
+                         and not v.is_tuple and v.dtype in FLOATS]
+                pairs = [(a, b) for i, a in enumerate(sinks) for b in sinks[i + 1:]
+                         if a.dtype == b.dtype and broadcast(a.shape, b.shape) is not None
+                         and self.ok(broadcast(a.shape, b.shape))]
+                if len(sinks) <= 2 or not pairs:
+                    break
+                a, b = r.choice(pairs)
+                op = r.choice(["add", "multiply", "maximum", "subtract"])
+                c = [a.lo + b.lo, a.hi + b.hi, a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi,
+                     a.lo - b.hi, a.hi - b.lo]
+                if not self.in_limit(a.dtype, min(c), max(c)):
+                    continue
+                self.add_binding("%s(@@0@@, @@1@@)" % op, [a, b], a.dtype,
+                                 broadcast(a.shape, b.shape), min(c), max(c), "join")
         # Returns: every value nothing uses, plus a few intermediates.
         sinks = [v for v in self.visible if v.uses == 0 and v not in p.params]
         extra = [v for v in self.visible if v.uses > 0 and v not in p.params]
@@ -1538,12 +1618,22 @@ class Failure(Exception):
         return (self.kind, self.stage)
 
 
+def known_bug(failure):
+    """The tag of the known bug a failure matches, or None."""
+    for tag, (_, _, pattern) in KNOWN_BUGS.items():
+        if re.search(pattern, failure.detail):
+            return tag
+    return None
+
+
 def run(cmd, timeout=60):
     try:
         res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, "", "timeout after %ds" % timeout
+    except OSError as e:
+        return None, "", "cannot run %s: %s" % (cmd[0], e)
     return res.returncode, res.stdout.decode(errors="replace"), res.stderr.decode(errors="replace")
 
 
@@ -1588,18 +1678,26 @@ def check_text(text, prog, work, bins, check_each):
         if rc != 0:
             kind = "reject" if rc == 1 else ("crash" if rc is None or rc < 0 or rc > 3 else "exit%d" % rc)
             return failures + [Failure(kind, stage, se.strip()[-3000:], cmd)]
-    cmd = [fusec, b]
+    # The printed input (no passes) and the fused module print back identically.
+    pm = os.path.join(work, "P.fir")
+    cmd = [fusec, m, "-o", pm]
     rc, so, se = run(cmd)
-    with open(b) as f:
-        btext = f.read()
     if rc != 0:
-        failures.append(Failure("roundtrip-reject" if rc == 1 else "crash", "roundtrip",
-                                se.strip()[-3000:], cmd))
-    elif so != btext:
-        import difflib
-        diff = "".join(list(difflib.unified_diff(btext.splitlines(True), so.splitlines(True),
-                                                 "B.fir", "fusec B.fir"))[:40])
-        failures.append(Failure("roundtrip", "roundtrip", diff, cmd))
+        return failures + [Failure("reject" if rc == 1 else "crash", "print", se.strip()[-3000:], cmd)]
+    for path, stage in ((pm, "roundtrip-input"), (b, "roundtrip")):
+        cmd = [fusec, path]
+        rc, so, se = run(cmd)
+        with open(path) as f:
+            text_in = f.read()
+        if rc != 0:
+            failures.append(Failure("roundtrip-reject" if rc == 1 else "crash", stage,
+                                    se.strip()[-3000:], cmd))
+        elif so != text_in:
+            import difflib
+            name = os.path.basename(path)
+            diff = "".join(list(difflib.unified_diff(text_in.splitlines(True), so.splitlines(True),
+                                                     name, "fusec " + name))[:40])
+            failures.append(Failure("roundtrip", stage, diff, cmd))
     dims = prog.dims_arg()
     outs = {}
     for tag, path in (("M", m), ("A", a), ("B", b)):
@@ -1812,6 +1910,8 @@ def main():
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--only-known", action="store_true",
                     help="check only KNOWN_FAILING_SEEDS and report which pass now")
+    ap.add_argument("--update-known", action="store_true",
+                    help="print KNOWN_FAILING_SEEDS for the seeds whose failures all match KNOWN_BUGS")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
 
@@ -1824,38 +1924,62 @@ def main():
     if not args.fusec_bin or not args.tmp:
         ap.error("--fusec-bin and --tmp are required")
     bins = (os.path.join(args.fusec_bin, "fusec"), os.path.join(args.fusec_bin, "fusec-run"))
+    for b in bins:
+        if not os.access(b, os.X_OK):
+            print("error: %s is not an executable" % b)
+            return 2
     shutil.rmtree(args.tmp, ignore_errors=True)
     os.makedirs(args.tmp)
 
+    in_range = range(args.start, args.start + args.count)
     if args.only_known:
         seeds = sorted(KNOWN_FAILING_SEEDS)
+    elif args.update_known:
+        seeds = list(in_range)
+        args.no_shrink = True
     else:
-        seeds = [s for s in range(args.start, args.start + args.count) if s not in KNOWN_FAILING_SEEDS]
-    skipped = args.count - len(seeds) if not args.only_known else 0
+        seeds = [s for s in in_range if s not in KNOWN_FAILING_SEEDS]
+    skipped = 0 if (args.only_known or args.update_known) else len(in_range) - len(seeds)
     t0 = time.time()
     failures = []
+    table = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for seed, f, full, small in pool.map(lambda s: check_seed(s, args, bins), seeds):
-            if f is None:
+            if not f:
                 if args.only_known:
-                    print("seed %d passes now; remove it from KNOWN_FAILING_SEEDS" % seed)
+                    print("seed %d passes now (%s): remove it from KNOWN_FAILING_SEEDS" % (
+                        seed, KNOWN_FAILING_SEEDS[seed]))
                 elif args.verbose:
                     print("seed %d ok" % seed)
                 continue
+            tags = [known_bug(g) for g in f]
+            if args.update_known and all(tags):
+                table[seed] = tags[0]
+                continue
+            if args.only_known and tags[0] == KNOWN_FAILING_SEEDS[seed]:
+                if args.verbose:
+                    print("seed %d still fails (%s)" % (seed, tags[0]))
+                continue
             failures.append(seed)
-            for g in f:
+            for g, tag in zip(f, tags):
                 first = g.detail.strip().splitlines()[:1]
-                print("FAIL seed %d: %s at %s: %s" % (seed, g.kind, g.stage, first[0] if first else ""))
+                print("FAIL seed %d: %s at %s%s: %s" % (
+                    seed, g.kind, g.stage, " [known bug %s]" % tag if tag else "",
+                    first[0] if first else ""))
             if full:
                 print("  module: %s" % full)
             if small:
                 print("  reduced: %s" % small)
             sys.stdout.flush()
     dt = time.time() - t0
+    if args.update_known:
+        print("KNOWN_FAILING_SEEDS = {")
+        items = sorted(table.items())
+        for i in range(0, len(items), 4):
+            print("    " + " ".join('%d: "%s",' % kv for kv in items[i:i + 4]))
+        print("}")
     print("%d programs, %d failures (%d known-failing seeds skipped; %.1f s)" % (
         len(seeds), len(failures), skipped, dt))
-    if args.only_known:
-        return 0
     return 1 if failures else 0
 
 

@@ -26,7 +26,7 @@ bool Parser::parseKernelBuffers(std::vector<KBuffer> &buffers,
                                 KBuffer::Role role) {
   if (!expect(Token::LParen, "'('"))
     return false;
-  while (!token.is(Token::RParen)) {
+  return parseCommaList(Token::RParen, ")", "a buffer", "the buffer list", [&] {
     if (!token.is(Token::LocalName))
       return error("expected a buffer like '%x: f32[4]', found " + describeToken());
     KBuffer buffer;
@@ -37,16 +37,8 @@ bool Parser::parseKernelBuffers(std::vector<KBuffer> &buffers,
     if (!expect(Token::Colon, "':' and the buffer type") || !parseType(buffer.type))
       return false;
     buffers.push_back(std::move(buffer));
-    if (token.is(Token::Comma)) {
-      consume();
-      if (token.is(Token::RParen))
-        return error("expected a buffer after ',', found ')'");
-    } else if (!token.is(Token::RParen)) {
-      return error("expected ',' or ')' in the buffer list, found " + describeToken());
-    }
-  }
-  consume();
-  return true;
+    return true;
+  });
 }
 
 bool Parser::parseKernel(Module &module) {

@@ -36,6 +36,25 @@ bool Parser::enterNesting() {
                " levels");
 }
 
+bool Parser::parseCommaList(Token::Kind close, llvm::StringRef closeText,
+                            llvm::StringRef what, llvm::StringRef where,
+                            llvm::function_ref<bool()> element) {
+  while (!token.is(close)) {
+    if (!element())
+      return false;
+    if (token.is(Token::Comma)) {
+      consume();
+      if (token.is(close))
+        return error("expected " + what + " after ',', found '" + closeText + "'");
+    } else if (!token.is(close)) {
+      return error("expected ',' or '" + closeText + "' in " + where + ", found " +
+                   describeToken());
+    }
+  }
+  consume();
+  return true;
+}
+
 bool Parser::parseType(Type &type) {
   llvm::SMLoc typeLoc = token.getLoc();
   if (token.is(Token::LParen)) {
@@ -43,21 +62,11 @@ bool Parser::parseType(Type &type) {
       return false;
     consume();
     std::vector<Type> fields;
-    while (!token.is(Token::RParen)) {
-      Type field;
-      if (!parseType(field))
-        return false;
-      fields.push_back(std::move(field));
-      if (token.is(Token::Comma)) {
-        consume();
-        if (token.is(Token::RParen))
-          return error("expected a type after ',', found ')'");
-      } else if (!token.is(Token::RParen)) {
-        return error("expected ',' or ')' in the tuple type, found " +
-                     describeToken());
-      }
-    }
-    consume();
+    if (!parseCommaList(Token::RParen, ")", "a type", "the tuple type", [&] {
+          fields.emplace_back();
+          return parseType(fields.back());
+        }))
+      return false;
     --nestingDepth;
     type = Type::tuple(std::move(fields));
     return true;
@@ -78,21 +87,11 @@ bool Parser::parseType(Type &type) {
     return error("no whitespace is allowed between a dtype and '['");
   consume();
   Shape shape;
-  while (!token.is(Token::RSquare)) {
-    Dim dim;
-    if (!parseDim(dim))
-      return false;
-    shape.push_back(std::move(dim));
-    if (token.is(Token::Comma)) {
-      consume();
-      if (token.is(Token::RSquare))
-        return error("expected a dimension after ',', found ']'");
-    } else if (!token.is(Token::RSquare)) {
-      return error("expected ',' or ']' in the shape, found " +
-                   describeToken());
-    }
-  }
-  consume();
+  if (!parseCommaList(Token::RSquare, "]", "a dimension", "the shape", [&] {
+        shape.emplace_back();
+        return parseDim(shape.back());
+      }))
+    return false;
   // The element count must fit in int64 (spec §9).
   int64_t count = 1;
   bool overflow = false;
@@ -192,22 +191,15 @@ bool Parser::parseAttrValue(Attr &value) {
       return false;
     consume();
     std::vector<Attr> items;
-    while (!token.is(Token::RSquare)) {
-      Attr item;
-      if (!parseAttrValue(item))
-        return false;
-      items.push_back(std::move(item));
-      if (token.is(Token::Comma)) {
-        consume();
-        if (token.is(Token::RSquare))
-          return error("expected a value after ',', found ']'");
-      } else if (!token.is(Token::RSquare)) {
-        return error("expected ',' or ']' in the list, found " +
-                     describeToken());
-      }
-    }
+    if (!parseCommaList(Token::RSquare, "]", "a value", "the list", [&] {
+          items.emplace_back();
+          return parseAttrValue(items.back());
+        }))
+      return false;
     --nestingDepth;
     value = Attr::makeList(std::move(items));
+    value.loc = loc;
+    return true;
   } else {
     return error("expected an attribute value, found " + describeToken());
   }

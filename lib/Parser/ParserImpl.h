@@ -10,6 +10,7 @@
 #include "fusec/IR/Kernel.h"
 #include "fusec/Parser/Parser.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <map>
@@ -54,6 +55,13 @@ private:
   bool parseOperand(Operand &operand);
   bool parseConstant(Binding &binding);
   bool checkConstantValue(Binding &binding);
+
+  /// Parses `element (',' element)*` up to and including `close`; the
+  /// opening token is already consumed. `what` names an element and
+  /// `where` the list, for messages; trailing commas are errors.
+  bool parseCommaList(Token::Kind close, llvm::StringRef closeText,
+                      llvm::StringRef what, llvm::StringRef where,
+                      llvm::function_ref<bool()> element);
 
   // Types and attributes.
   bool parseType(Type &type);

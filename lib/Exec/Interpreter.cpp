@@ -55,7 +55,7 @@ struct Interpreter::Impl {
       total.evaluations[op] += count;
       counters.evaluations[op] += count;
     }
-    if (outputs.size() == 1)
+    if (!kernel.getResultType().isTuple())
       return RtValue{outputs.front(), {}};
     RtValue tuple;
     for (auto &output : outputs)
@@ -132,6 +132,10 @@ struct Interpreter::Impl {
       return tuple;
     }
     case ExprKind::Get:
+      if (!args.front().isTuple() ||
+          binding.tupleIndex >= int64_t(args.front().fields.size()))
+        throw ExecError{"internal error: get(%" + binding.operands.front().value->name +
+                        ", " + std::to_string(binding.tupleIndex) + ") of a non-tuple"};
       return args.front().fields[binding.tupleIndex];
     case ExprKind::Alias:
       return args.front();

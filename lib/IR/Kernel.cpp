@@ -247,7 +247,9 @@ const KBuffer *Kernel::findBuffer(llvm::StringRef bufferName) const {
 }
 
 Type Kernel::getResultType() const {
-  if (outputs.size() == 1)
+  const Attr *tupleResult = attrs.get("tuple_result");
+  bool forceTuple = tupleResult && tupleResult->kind == Attr::Bool && tupleResult->boolValue;
+  if (outputs.size() == 1 && !forceTuple)
     return outputs.front().type;
   std::vector<Type> fields;
   for (const KBuffer &buffer : outputs)

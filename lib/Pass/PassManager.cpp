@@ -112,7 +112,7 @@ RunResult PassManager::run(Module &module, DiagEngine &diag,
       ok = const_cast<Pass &>(pass).run(module, context);
     }
     if (!ok) {
-      result = RunResult::InputError;
+      result = context.internalError ? RunResult::InternalError : RunResult::InputError;
       break;
     }
     if (inst.verifyEach) {

@@ -28,6 +28,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <cctype>
+
 #include <map>
 
 #define DEBUG_TYPE "fuse-tir"
@@ -66,7 +68,7 @@ Type renameType(const Type &type, const Renaming &renaming) {
 /// `e` with buffers, symbolic dims and scalar constants substituted.
 /// Stage variables shadow symbols of the same name.
 KExprPtr rewrite(const KExprPtr &e, const Renaming &renaming,
-                 const llvm::StringSet<> &stageVars) {
+                 const llvm::StringSet<> &stageVars, bool inIndex) {
   if (e->kind == KExpr::Var) {
     if (stageVars.count(e->name))
       return e;
@@ -75,12 +77,22 @@ KExprPtr rewrite(const KExprPtr &e, const Renaming &renaming,
   }
   if (e->kind == KExpr::Load) {
     auto literal = renaming.literals.find(e->name);
-    if (literal != renaming.literals.end())
-      return literal->second;
+    if (literal != renaming.literals.end()) {
+      // In an index (a gather's index), an integer constant is an index
+      // constant, not a value.
+      const KExprPtr &value = literal->second;
+      if (inIndex && isIntDType(value->dtype))
+        return KExpr::intConst(int64_t(value->floatValue));
+      return value;
+    }
   }
+  bool argsInIndex = e->kind == KExpr::Load || e->isIndexArith() || e->isPredicate() ||
+                     (e->kind == KExpr::Select && inIndex);
+  if (e->kind == KExpr::Call || e->kind == KExpr::Cast)
+    argsInIndex = false;
   auto copy = std::make_shared<KExpr>(*e);
   for (KExprPtr &arg : copy->args)
-    arg = rewrite(arg, renaming, stageVars);
+    arg = rewrite(arg, renaming, stageVars, argsInIndex);
   if (e->kind == KExpr::Load)
     copy->name = renaming.buffers.lookup(e->name);
   return copy;
@@ -106,6 +118,11 @@ std::unique_ptr<Kernel> FuseTIR::buildKernel(const Module &module, const Functio
   llvm::DenseMap<const Value *, KExprPtr> scalarOf;
   llvm::StringSet<> used;
   auto fresh = [&](std::string name) {
+    // A FIR name is an identifier or a decimal number; `%7` + `_max` is
+    // neither, so a numeric base gets a letter first.
+    if (!name.empty() && std::isdigit(static_cast<unsigned char>(name[0])) &&
+        !std::all_of(name.begin(), name.end(), ::isdigit))
+      name = "v" + name;
     std::string unique = name;
     for (int k = 1; used.count(unique); ++k)
       unique = name + "_" + std::to_string(k);
@@ -186,7 +203,7 @@ std::unique_ptr<Kernel> FuseTIR::buildKernel(const Module &module, const Functio
         stageVars.insert(var);
         extent = renameDim(extent, renaming);
       }
-      copy.body = rewrite(stage.body, renaming, stageVars);
+      copy.body = rewrite(stage.body, renaming, stageVars, /*inIndex=*/false);
       kernel->stages.push_back(std::move(copy));
     }
     if (outputs.size() == 1)
@@ -247,8 +264,10 @@ bool FuseTIR::run(Module &module, PassContext &context) {
         inputs.push_back(kernel->inputs[i]);
       }
     kernel->inputs = std::move(inputs);
-    if (!verifyKernel(*kernel, context.diag, "in fuse-tir (merging @" + function->name + ")"))
+    if (!verifyKernel(*kernel, context.diag, "in fuse-tir (merging @" + function->name + ")")) {
+      context.internalError = true; // a bug of this pass, not of the input
       return false;
+    }
     keptParams[function->name] = kept;
     fused.insert(function->name);
     created.push_back(std::move(kernel));

@@ -108,7 +108,9 @@ struct Kernel {
   Attrs attrs;
 
   const KBuffer *findBuffer(llvm::StringRef name) const;
-  /// The result type of `call_kernel` (one output: a tensor; else a tuple).
+  /// The result type of `call_kernel`: one output is a tensor, several a
+  /// tuple; `attributes {tuple_result = true}` makes one output a 1-tuple
+  /// (`split` into one section).
   Type getResultType() const;
   /// Symbolic dims bound by the input types, in first-appearance order.
   std::vector<std::string> getSymbolicDims() const;

@@ -41,6 +41,9 @@ struct PassContext {
   DiagEngine &diag;
   FusionReport *report = nullptr;     // --fusion-report
   llvm::raw_ostream *remarks = nullptr; // --remarks
+  /// Set by a pass that fails on an invariant of its own (exit code 3)
+  /// rather than on its input (exit code 1).
+  bool internalError = false;
 };
 
 class Pass {

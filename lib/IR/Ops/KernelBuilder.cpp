@@ -77,6 +77,8 @@ KernelBuilder::KernelBuilder(const Binding &binding, const Type &resultType)
     operandTypes[i] = Type::tensor(dtype, {});
   }
   if (resultType.isTuple()) {
+    if (resultType.getFields().size() == 1)
+      kernel->attrs.set("tuple_result", Attr::makeBool(true));
     for (size_t i = 0; i < resultType.getFields().size(); ++i)
       kernel->outputs.push_back(
           {outputName(i), resultType.getFields()[i], KBuffer::Output, {}});

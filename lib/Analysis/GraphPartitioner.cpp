@@ -250,11 +250,16 @@ int64_t Partitioner::countArgsAfterFusing(int src, int sink) {
     for (const FusionGraph::Edge &edge : graph.nodes[node].outputs)
       usedOutside |= !inGroup(edge.consumer);
     outputs += usedOutside;
-    for (int producer = 0; producer < int(graph.nodes.size()); ++producer)
-      if (!inGroup(producer))
+    for (int producer = 0; producer < int(graph.nodes.size()); ++producer) {
+      // A 0-d constant is copied into the group, not passed.
+      const Binding *binding = graph.nodes[producer].binding;
+      bool scalarConstant = binding && binding->kind == ExprKind::Constant &&
+                            binding->getType().isTensor() && binding->getType().getRank() == 0;
+      if (!inGroup(producer) && !scalarConstant)
         for (const FusionGraph::Edge &edge : graph.nodes[producer].outputs)
           if (edge.consumer == node)
             inputs.insert(producer);
+    }
   }
   return int64_t(inputs.size()) + outputs;
 }

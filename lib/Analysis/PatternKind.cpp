@@ -4,8 +4,9 @@
 //   kind starts at elemwise. For each stage, each load L against the store
 //   S (the stage's spatial variables) is
 //     - elemwise when its indices equal S's, expression by expression;
-//     - broadcast when its indices are a subsequence of S's (a static
-//       size-1 dim read at index 0 is skipped; a 0-d load is a broadcast);
+//     - broadcast when each index is one of S's variables, found in order
+//       without moving past the last match (so [i, i] counts); a static
+//       size-1 dim read at index 0 is skipped; a 0-d load is a broadcast;
 //     - injective when it uses only S's iteration variables (any
 //       arithmetic, nested loads included: a gather reads one element per
 //       output element, so `take` is injective as spec §4 requires);
@@ -103,12 +104,13 @@ struct StageAnalyzer {
       bool unitDim = buffer && buffer->type.getShape()[i] == Dim::of(1);
       if (unitDim && index.kind == KExpr::IntConst && index.intValue == 0)
         continue;
+      // As TVM's IsBroadcastPattern: the cursor stays on a match, so
+      // `A[i, i]` read by a stage over [i, j] is a broadcast.
       while (j < stage.spatialVars.size() &&
              !isVarNamed(index, stage.spatialVars[j]))
         ++j;
       if (j == stage.spatialVars.size())
         return false;
-      ++j;
     }
     return true;
   }
@@ -177,7 +179,9 @@ KernelPatternInfo fusec::analyzePatternKind(const Kernel &kernel) {
     std::vector<const KExpr *> loads;
     collectLoads(stage.body, loads);
     OpPatternKind p = OpPatternKind::ElemWise;
-    bool hasElemWise = false;
+    // A reduction also reads its accumulator at the store's indices, which
+    // TVM counts as an elementwise load.
+    bool hasElemWise = stage.isReduction();
     for (const KExpr *load : loads) {
       AccessKind access;
       if (analyzer.isElemWise(*load)) {

@@ -184,7 +184,9 @@ bool KernelVerifier::checkStage(const KStage &stage) {
                                 std::to_string(stage.spatialVars.size()) + " variables");
   scope.clear();
   auto declare = [&](const std::string &name) {
-    if (symbols.count(name) || kernel.findBuffer(name) || !scope.insert(name).second)
+    // Buffers are written with '%', so only symbolic dims and the stage's
+    // other variables can be confused with an iteration variable.
+    if (symbols.count(name) || !scope.insert(name).second)
       return error(stage.loc, "iteration variable '" + name + "' is not fresh");
     return true;
   };

@@ -347,9 +347,12 @@ bool FuseOps::run(Module &module, PassContext &context) {
     Function &function = *module.functions[f];
     if (function.isGroupedFunction())
       continue;
-    for (BodyItem &item : function.body)
+    for (BodyItem &item : function.body) {
       if (item.block)
         fuseBlock(module, function, *item.block, context);
+      else if (context.report) // outside blocks nothing is ever fused
+        context.report->unfused.push_back("%" + item.binding->getResult()->name);
+    }
   }
   return true;
 }

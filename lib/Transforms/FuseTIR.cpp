@@ -45,6 +45,7 @@ struct Renaming {
   llvm::StringMap<std::string> buffers;  // callee buffer -> fused buffer
   llvm::StringMap<KExprPtr> literals;    // callee buffer -> scalar constant
   std::map<std::string, Dim> symbols;    // callee symbol -> caller dim
+  llvm::StringMap<std::string> vars;     // stage variable -> fresh name
 };
 
 KExprPtr dimExpr(const Dim &dim) {
@@ -70,8 +71,10 @@ Type renameType(const Type &type, const Renaming &renaming) {
 KExprPtr rewrite(const KExprPtr &e, const Renaming &renaming,
                  const llvm::StringSet<> &stageVars, bool inIndex) {
   if (e->kind == KExpr::Var) {
-    if (stageVars.count(e->name))
-      return e;
+    if (stageVars.count(e->name)) {
+      auto renamed = renaming.vars.find(e->name);
+      return renamed == renaming.vars.end() ? e : KExpr::var(renamed->second);
+    }
     auto it = renaming.symbols.find(e->name);
     return it == renaming.symbols.end() ? e : dimExpr(it->second);
   }
@@ -129,13 +132,27 @@ std::unique_ptr<Kernel> FuseTIR::buildKernel(const Module &module, const Functio
     used.insert(unique);
     return unique;
   };
+  // Value names are reserved first, so that a member's internal buffer
+  // never takes a name the user wrote (names survive).
+  used.insert("_");
+  for (const auto &param : function.params)
+    used.insert(param->name);
+  function.forEachBinding([&](const Binding &binding) { used.insert(binding.getResult()->name); });
+  llvm::StringSet<> callerSymbols;
+  for (const auto &param : function.params)
+    if (param->type.isTensor())
+      for (const Dim &dim : param->type.getShape())
+        if (dim.isSymbolic())
+          callerSymbols.insert(dim.symbol);
   for (const auto &param : function.params) {
+    used.erase(param->name);
     if (!param->type.isTensor()) {
       problem = "parameter %" + param->name + " is a tuple";
       return nullptr;
     }
     std::string name = fresh(param->name);
     kernel->inputs.push_back({name, param->type, KBuffer::Input, {}});
+    (void)0;
     bufferOf[param.get()] = name;
   }
   // Results of member kernels that hold several outputs, by value.
@@ -178,10 +195,12 @@ std::unique_ptr<Kernel> FuseTIR::buildKernel(const Module &module, const Functio
         renaming.buffers[input.name] = bufferOf.lookup(argument);
     }
     std::vector<std::string> outputs;
+    bool tupleResult = callee->getResultType().isTuple();
+    if (!tupleResult)
+      used.erase(result->name); // the reserved name is this value's own
     for (size_t k = 0; k < callee->outputs.size(); ++k) {
-      std::string name = fresh(callee->outputs.size() == 1
-                                   ? result->name
-                                   : result->name + "_" + std::to_string(k));
+      std::string name = fresh(!tupleResult ? result->name
+                                            : result->name + "_" + std::to_string(k));
       renaming.buffers[callee->outputs[k].name] = name;
       outputs.push_back(name);
       kernel->internals.push_back(
@@ -196,30 +215,59 @@ std::unique_ptr<Kernel> FuseTIR::buildKernel(const Module &module, const Functio
     for (const KStage &stage : callee->stages) {
       KStage copy = stage;
       copy.buffer = renaming.buffers.lookup(stage.buffer);
+      // A stage variable named like one of the fused kernel's symbolic dims
+      // is renamed, so that the dims substituted below are not captured.
       llvm::StringSet<> stageVars;
-      for (const std::string &var : stage.spatialVars)
+      renaming.vars.clear();
+      auto freshVar = [&](std::string &var) {
         stageVars.insert(var);
+        std::string name = var;
+        while (callerSymbols.count(name) || (name != var && stageVars.count(name)))
+          name += "_";
+        if (name != var)
+          renaming.vars[var] = name;
+        var = name;
+      };
+      for (std::string &var : copy.spatialVars)
+        freshVar(var);
       for (auto &[var, extent] : copy.reduceVars) {
-        stageVars.insert(var);
+        freshVar(var);
         extent = renameDim(extent, renaming);
       }
+      for (const auto &[var, extent] : stage.reduceVars)
+        stageVars.insert(var);
+      for (const std::string &var : stage.spatialVars)
+        stageVars.insert(var);
       copy.body = rewrite(stage.body, renaming, stageVars, /*inIndex=*/false);
       kernel->stages.push_back(std::move(copy));
     }
-    if (outputs.size() == 1)
+    if (!tupleResult)
       bufferOf[result] = outputs.front();
     else
       tupleBuffers[result] = outputs;
   });
   if (!ok)
     return nullptr;
-  // The returned values become outputs, in order.
+  // The returned values become outputs, in order; a returned tuple value
+  // (a split) contributes each of its fields.
+  std::vector<std::string> returned;
   for (const Operand &operand : function.returnValues) {
-    std::string name = bufferOf.lookup(operand.value);
+    if (tupleBuffers.count(operand.value)) {
+      if (function.returnsTuple) {
+        problem = "it returns a tuple inside a tuple";
+        return nullptr;
+      }
+      for (const std::string &name : tupleBuffers.lookup(operand.value))
+        returned.push_back(name);
+      continue;
+    }
+    returned.push_back(bufferOf.lookup(operand.value));
+  }
+  for (const std::string &name : returned) {
     auto it = std::find_if(kernel->internals.begin(), kernel->internals.end(),
                            [&](const KBuffer &b) { return b.name == name; });
     if (it == kernel->internals.end()) {
-      problem = "it returns %" + operand.value->name + " without computing it";
+      problem = "it returns a value it does not compute";
       return nullptr;
     }
     KBuffer output = *it;
@@ -227,6 +275,8 @@ std::unique_ptr<Kernel> FuseTIR::buildKernel(const Module &module, const Functio
     kernel->internals.erase(it);
     kernel->outputs.push_back(output);
   }
+  if (function.returnType.isTuple() && kernel->outputs.size() == 1)
+    kernel->attrs.set("tuple_result", Attr::makeBool(true));
   return kernel;
 }
 
@@ -256,13 +306,28 @@ bool FuseTIR::run(Module &module, PassContext &context) {
     llvm::StringSet<> reads;
     for (const KStage &stage : kernel->stages)
       collectReads(stage.body, reads);
+    // Symbolic dims bound by the inputs that are read; an unread input stays
+    // when it is the only one binding a dim the kernel uses.
+    llvm::StringSet<> bound;
+    for (const KBuffer &input : kernel->inputs)
+      if (reads.count(input.name))
+        for (const Dim &dim : input.type.getShape())
+          if (dim.isSymbolic())
+            bound.insert(dim.symbol);
     std::vector<size_t> kept;
     std::vector<KBuffer> inputs;
-    for (size_t i = 0; i < kernel->inputs.size(); ++i)
-      if (reads.count(kernel->inputs[i].name)) {
+    for (size_t i = 0; i < kernel->inputs.size(); ++i) {
+      bool bindsNeeded = false;
+      for (const Dim &dim : kernel->inputs[i].type.getShape())
+        if (dim.isSymbolic() && !bound.count(dim.symbol)) {
+          bindsNeeded = true;
+          bound.insert(dim.symbol);
+        }
+      if (reads.count(kernel->inputs[i].name) || bindsNeeded) {
         kept.push_back(i);
         inputs.push_back(kernel->inputs[i]);
       }
+    }
     kernel->inputs = std::move(inputs);
     if (!verifyKernel(*kernel, context.diag, "in fuse-tir (merging @" + function->name + ")")) {
       context.internalError = true; // a bug of this pass, not of the input

@@ -107,7 +107,11 @@ public:
                             const Shape &shape) const;
   KExprPtr load(size_t i, std::vector<KExprPtr> indices) const;
   KExprPtr loadBuffer(const std::string &buffer, std::vector<KExprPtr> indices) const;
+  /// Fresh iteration variable names `<prefix>0, <prefix>1, ...`; a name that
+  /// is a symbolic dim of the kernel being built gets `_` appended.
   static std::vector<std::string> varNames(const char *prefix, size_t count);
+  /// `base`, or `base_`... if it is a symbolic dim of the kernel.
+  static std::string freshName(std::string base);
   static std::vector<KExprPtr> vars(const std::vector<std::string> &names);
 
   void addInternal(const std::string &name, const Type &type);

@@ -230,7 +230,8 @@ static void legalizeMatmul(KernelBuilder &b) {
   auto vars = KernelBuilder::varNames("i", out.size());
   std::vector<KExprPtr> outVars = KernelBuilder::vars(vars);
   size_t batch = out.size() - (leftVector ? 0 : 1) - (rightVector ? 0 : 1);
-  KExprPtr r = KExpr::var("r0");
+  std::string reduceVar = KernelBuilder::freshName("r0");
+  KExprPtr r = KExpr::var(reduceVar);
   auto batchIndices = [&](const Shape &operand, size_t matrixDims) {
     std::vector<KExprPtr> indices;
     size_t operandBatch = operand.size() - matrixDims;
@@ -252,7 +253,7 @@ static void legalizeMatmul(KernelBuilder &b) {
   DType acc = computeDType(b.resultType.getDType());
   KExprPtr product = KExpr::call(
       "multiply", {castTo(b.load(0, a), acc), castTo(b.load(1, w), acc)}, acc);
-  b.addReduction(b.outputName(0), vars, "add", {{"r0", left.back()}}, 0.0, acc,
+  b.addReduction(b.outputName(0), vars, "add", {{reduceVar, left.back()}}, 0.0, acc,
                  product);
 }
 
@@ -271,7 +272,9 @@ static WindowRead windowRead(KernelBuilder &b, const std::vector<KExprPtr> &outV
   WindowRead read{{outVars[0], channel}, nullptr};
   for (int d = 0; d < 2; ++d) {
     KExprPtr position = plus(KExpr::binary(KExpr::Add, times(outVars[2 + d], strides[d]),
-                                           times(KExpr::var(d ? "rw" : "rh"), dilation[d])),
+                                           times(KExpr::var(KernelBuilder::freshName(
+                                                     d ? "rw" : "rh")),
+                                                 dilation[d])),
                              -padding[d]);
     read.indices.push_back(position);
     if (padding[d] > 0)
@@ -307,7 +310,9 @@ static void legalizeConv2d(KernelBuilder &b) {
   int64_t groups = b.attr("groups") ? b.attr("groups")->intValue : 1;
   auto vars = KernelBuilder::varNames("i", 4);
   std::vector<KExprPtr> outVars = KernelBuilder::vars(vars);
-  KExprPtr c = KExpr::var("rc");
+  std::string rc = KernelBuilder::freshName("rc"), rh = KernelBuilder::freshName("rh"),
+              rw = KernelBuilder::freshName("rw");
+  KExprPtr c = KExpr::var(rc);
   KExprPtr channel = c;
   if (groups > 1) // input channel = group(o) * (C / groups) + c
     channel = KExpr::binary(
@@ -322,9 +327,9 @@ static void legalizeConv2d(KernelBuilder &b) {
   KExprPtr x = castTo(b.load(0, read.indices), acc);
   if (read.inBounds)
     x = KExpr::select(read.inBounds, x, KExpr::literal(0, acc));
-  KExprPtr w = castTo(b.load(1, {outVars[1], c, KExpr::var("rh"), KExpr::var("rw")}), acc);
+  KExprPtr w = castTo(b.load(1, {outVars[1], c, KExpr::var(rh), KExpr::var(rw)}), acc);
   b.addReduction(b.outputName(0), vars, "add",
-                 {{"rc", weights[1]}, {"rh", weights[2]}, {"rw", weights[3]}}, 0.0, acc,
+                 {{rc, weights[1]}, {rh, weights[2]}, {rw, weights[3]}}, 0.0, acc,
                  KExpr::call("multiply", {x, w}, acc));
 }
 
@@ -336,8 +341,9 @@ static void legalizePool2d(KernelBuilder &b) {
   WindowRead read = windowRead(b, outVars, outVars[1], pairValues(b, "strides", 1),
                                pairValues(b, "dilation", 1), paddingValues(b), ceilMode);
   DType dtype = b.resultType.getDType(), acc = computeDType(dtype);
-  std::vector<std::pair<std::string, Dim>> window = {{"rh", Dim::of(poolSize[0])},
-                                                     {"rw", Dim::of(poolSize[1])}};
+  std::vector<std::pair<std::string, Dim>> window = {
+      {KernelBuilder::freshName("rh"), Dim::of(poolSize[0])},
+      {KernelBuilder::freshName("rw"), Dim::of(poolSize[1])}};
   KExprPtr x = castTo(b.load(0, read.indices), acc);
   if (b.binding.callee == "nn.max_pool2d") {
     if (read.inBounds)
@@ -387,9 +393,9 @@ static void legalizeAdaptivePool2d(KernelBuilder &b) {
                                    out[2 + d].size) - (o * in[2 + d].size / out[2 + d].size));
     starts.push_back(start);
     lengths.push_back(KExpr::binary(KExpr::Sub, end, start));
-    window.push_back({d ? "rw" : "rh", Dim::of(widest)});
+    window.push_back({KernelBuilder::freshName(d ? "rw" : "rh"), Dim::of(widest)});
   }
-  KExprPtr rh = KExpr::var("rh"), rw = KExpr::var("rw");
+  KExprPtr rh = KExpr::var(window[0].first), rw = KExpr::var(window[1].first);
   KExprPtr inside = KExpr::binary(KExpr::And, KExpr::binary(KExpr::Lt, rh, lengths[0]),
                                   KExpr::binary(KExpr::Lt, rw, lengths[1]));
   KExprPtr x = castTo(b.load(0, {outVars[0], outVars[1],

@@ -10,6 +10,7 @@
 #include "fusec/IR/Ops.h"
 
 #include <cmath>
+#include <set>
 #include <limits>
 
 using namespace fusec;
@@ -50,9 +51,32 @@ KExprPtr fusec::castTo(KExprPtr e, DType dtype) {
   return KExpr::cast(std::move(e), dtype);
 }
 
+/// Symbolic dims of the kernel under construction (legalizations run one at
+/// a time), which iteration variable names must avoid.
+static std::set<std::string> &reservedNames() {
+  static std::set<std::string> names;
+  return names;
+}
+
+static void reserveSymbols(const Type &type) {
+  if (type.isTuple()) {
+    for (const Type &field : type.getFields())
+      reserveSymbols(field);
+    return;
+  }
+  for (const Dim &dim : type.getShape())
+    if (dim.isSymbolic())
+      reservedNames().insert(dim.symbol);
+}
+
 KernelBuilder::KernelBuilder(const Binding &binding, const Type &resultType)
     : binding(binding), resultType(resultType),
       kernel(std::make_unique<Kernel>()) {
+  reservedNames().clear();
+  reserveSymbols(resultType);
+  for (const Operand &operand : binding.operands)
+    if (!operand.isLiteral())
+      reserveSymbols(operand.value->type);
   for (size_t i = 0; i < binding.operands.size(); ++i) {
     const Operand &operand = binding.operands[i];
     if (operand.isLiteral()) {
@@ -155,11 +179,21 @@ KExprPtr KernelBuilder::loadBuffer(const std::string &buffer,
   return KExpr::load(buffer, std::move(indices), found->type.getDType());
 }
 
+std::string KernelBuilder::freshName(std::string base) {
+  while (reservedNames().count(base))
+    base += "_";
+  return base;
+}
+
 std::vector<std::string> KernelBuilder::varNames(const char *prefix,
                                                  size_t count) {
   std::vector<std::string> names;
-  for (size_t i = 0; i < count; ++i)
-    names.push_back(prefix + std::to_string(i));
+  for (size_t i = 0; i < count; ++i) {
+    std::string name = prefix + std::to_string(i);
+    while (reservedNames().count(name))
+      name += "_";
+    names.push_back(name);
+  }
   return names;
 }
 

@@ -111,7 +111,7 @@ struct ReduceIndexing {
     for (size_t d = 0; d < in.size(); ++d) {
       bool reduced = std::find(axes.begin(), axes.end(), int64_t(d)) != axes.end();
       if (reduced) {
-        std::string r = "r" + std::to_string(nextReduce++);
+        std::string r = KernelBuilder::freshName("r" + std::to_string(nextReduce++));
         reduceVars.push_back({r, in[d]});
         inputIndices.push_back(KExpr::var(r));
         KExprPtr extent = in[d].isSymbolic() ? KExpr::var(in[d].symbol)
@@ -192,7 +192,8 @@ static void legalizeSoftmax(KernelBuilder &b) {
   b.addStage("exp", full, KExpr::call("exp", {shifted}, acc));
   std::vector<KExprPtr> expAtR;
   for (int64_t d = 0, next = 0; d < input.getRank(); ++d)
-    expAtR.push_back(d == axis ? KExpr::var("r0") : KExpr::var(ix.outVars[next++]));
+    expAtR.push_back(d == axis ? KExpr::var(ix.reduceVars[0].first)
+                               : KExpr::var(ix.outVars[next++]));
   b.addInternal("sum", reducedType);
   b.addReduction("sum", ix.outVars, "add", ix.reduceVars, 0.0, acc,
                  b.loadBuffer("exp", expAtR));

@@ -247,6 +247,23 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
       members.push_back(const_cast<Binding *>(graph.nodes[node].binding));
       memberSet.insert(graph.nodes[node].binding);
     }
+    // A tuple from outside the group is passed field by field, as TVM does
+    // for partially used tuple parameters: the `get`s that read it stay at
+    // the call site and the function takes the fields it uses.
+    llvm::erase_if(members, [&](Binding *member) {
+      bool readsOutsideTuple =
+          member->kind == ExprKind::Get &&
+          !memberSet.count(member->operands.front().value->definingBinding);
+      if (readsOutsideTuple)
+        memberSet.erase(member);
+      return readsOutsideTuple;
+    });
+    if (members.size() < 2) {
+      if (context.report)
+        for (int node : nodes)
+          context.report->unfused.push_back("%" + graph.nodes[node].value->name);
+      continue;
+    }
     std::vector<Value *> params, outputs;
     llvm::DenseSet<const Value *> seen;
     for (Binding *member : members)

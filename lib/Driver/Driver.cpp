@@ -159,7 +159,7 @@ static std::unique_ptr<PassManager> buildPipeline(const std::string &text,
   std::string message = error.message;
   if (isNamed)
     message = "pipeline " + description + " cannot run in this build of fusec: " +
-              message + " (the pass is not implemented yet)";
+              message + " (this build of fusec does not have that pass yet)";
   sourceMgr.PrintMessage(llvm::errs(),
                          llvm::SMLoc::getFromPointer(start + error.column),
                          llvm::SourceMgr::DK_Error, message);

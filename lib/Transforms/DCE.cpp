@@ -12,9 +12,12 @@
 //      bindings backwards: a live binding makes its operands live. Repeat
 //      until nothing changes (one backward sweep suffices in SSA order).
 //   3. Drop dead bindings and remove them from `output` lists.
-//   4. Remove functions not reachable from an entry point through `call`.
+//   4. Remove functions not reachable from an entry point through `call`,
+//      and kernels that no remaining function calls (a module of kernels
+//      only, with no graph function, keeps them all).
 //
 //===----------------------------------------------------------------------===//
+#include "fusec/IR/Kernel.h"
 #include "fusec/Transforms/Passes.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -28,6 +31,8 @@ FUSEC_STATISTIC(NumDeadBindings, "num-dead-bindings",
                 "Number of dead bindings removed");
 FUSEC_STATISTIC(NumDeadFunctions, "num-dead-functions",
                 "Number of unreachable functions removed");
+FUSEC_STATISTIC(NumDeadKernels, "num-dead-kernels",
+                "Number of kernels no function calls removed");
 
 namespace {
 class DCE final : public Pass {
@@ -138,6 +143,21 @@ bool DCE::run(Module &module, PassContext &context) {
   for (auto &function : module.functions)
     eliminateDeadBindings(*function);
   eliminateUnreachableFunctions(module, entryPoints);
+  if (module.functions.empty())
+    return true;
+  llvm::StringSet<> calledKernels;
+  for (const auto &function : module.functions)
+    function->forEachBinding([&](const Binding &binding) {
+      if (binding.kind == ExprKind::CallKernel)
+        calledKernels.insert(binding.callee);
+    });
+  llvm::erase_if(module.kernels, [&](const std::unique_ptr<Kernel> &kernel) {
+    if (calledKernels.count(kernel->name))
+      return false;
+    ++NumDeadKernels;
+    FUSEC_DEBUG("removing uncalled kernel @" + kernel->name);
+    return true;
+  });
   return true;
 }
 

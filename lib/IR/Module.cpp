@@ -6,6 +6,8 @@
 #include "fusec/IR/IR.h"
 #include "fusec/IR/Kernel.h"
 
+#include <set>
+
 using namespace fusec;
 
 std::string Binding::headName() const {
@@ -70,6 +72,25 @@ Function *Module::lookupFunction(llvm::StringRef name) const {
 
 Module::Module() = default;
 Module::~Module() = default;
+
+std::vector<std::string> Module::removeUncalledKernels() {
+  std::set<std::string> called;
+  for (const auto &function : functions)
+    function->forEachBinding([&](const Binding &binding) {
+      if (binding.kind == ExprKind::CallKernel)
+        called.insert(binding.callee);
+    });
+  std::vector<std::string> removed;
+  for (auto it = kernels.begin(); it != kernels.end();) {
+    if (called.count((*it)->name)) {
+      ++it;
+      continue;
+    }
+    removed.push_back((*it)->name);
+    it = kernels.erase(it);
+  }
+  return removed;
+}
 
 Kernel *Module::lookupKernel(llvm::StringRef name) const {
   for (const auto &kernel : kernels)

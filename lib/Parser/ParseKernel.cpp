@@ -209,7 +209,6 @@ Parser::MutableExpr Parser::parseKExpr(ExprContext context) {
 }
 
 Parser::MutableExpr Parser::parseKBinary(ExprContext context, int minPrecedence) {
-  llvm::SMLoc lhsLoc = token.getLoc();
   MutableExpr lhs = parseKUnary(context);
   while (lhs) {
     KExpr::Kind op;
@@ -237,7 +236,6 @@ Parser::MutableExpr Parser::parseKBinary(ExprContext context, int minPrecedence)
     }
     if (!rhs)
       return nullptr;
-    (void)lhsLoc;
     lhs = std::const_pointer_cast<KExpr>(KExpr::binary(op, lhs, rhs));
   }
   return lhs;

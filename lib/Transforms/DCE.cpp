@@ -17,7 +17,6 @@
 //      only, with no graph function, keeps them all).
 //
 //===----------------------------------------------------------------------===//
-#include "fusec/IR/Kernel.h"
 #include "fusec/Transforms/Passes.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -145,19 +144,10 @@ bool DCE::run(Module &module, PassContext &context) {
   eliminateUnreachableFunctions(module, entryPoints);
   if (module.functions.empty())
     return true;
-  llvm::StringSet<> calledKernels;
-  for (const auto &function : module.functions)
-    function->forEachBinding([&](const Binding &binding) {
-      if (binding.kind == ExprKind::CallKernel)
-        calledKernels.insert(binding.callee);
-    });
-  llvm::erase_if(module.kernels, [&](const std::unique_ptr<Kernel> &kernel) {
-    if (calledKernels.count(kernel->name))
-      return false;
+  for (const std::string &name : module.removeUncalledKernels()) {
     ++NumDeadKernels;
-    FUSEC_DEBUG("removing uncalled kernel @" + kernel->name);
-    return true;
-  });
+    FUSEC_DEBUG("removing uncalled kernel @" + name);
+  }
   return true;
 }
 

@@ -152,7 +152,6 @@ std::unique_ptr<Kernel> FuseTIR::buildKernel(const Module &module, const Functio
     }
     std::string name = fresh(param->name);
     kernel->inputs.push_back({name, param->type, KBuffer::Input, {}});
-    (void)0;
     bufferOf[param.get()] = name;
   }
   // Results of member kernels that hold several outputs, by value.
@@ -353,16 +352,7 @@ bool FuseTIR::run(Module &module, PassContext &context) {
       binding.kind = ExprKind::CallKernel;
       binding.operands = std::move(operands);
     });
-  // Remove kernels nothing calls any more.
-  llvm::StringSet<> called;
-  for (const auto &function : module.functions)
-    function->forEachBinding([&](const Binding &binding) {
-      if (binding.kind == ExprKind::CallKernel)
-        called.insert(binding.callee);
-    });
-  llvm::erase_if(module.kernels, [&](const std::unique_ptr<Kernel> &k) {
-    return !called.count(k->name);
-  });
+  module.removeUncalledKernels(); // the members the merged kernels replace
   return true;
 }
 

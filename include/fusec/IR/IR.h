@@ -294,6 +294,8 @@ public:
 
   Function *lookupFunction(llvm::StringRef name) const;
   Kernel *lookupKernel(llvm::StringRef name) const;
+  /// Removes the kernels no function calls; returns their names.
+  std::vector<std::string> removeUncalledKernels();
 };
 
 //===----------------------------------------------------------------------===//

@@ -128,6 +128,11 @@ private:
   std::unique_ptr<Kernel> kernel;
 };
 
+/// The integers of an `IntList`/`IntOrList` attribute: `defaults` when
+/// absent, `size` copies of a single int, else the list as written.
+std::vector<int64_t> intListAttr(const Attr *value, size_t size,
+                                 std::vector<int64_t> defaults);
+
 /// The dtype an op computes in: f32 for f16/bf16, i64 for integers.
 DType computeDType(DType dtype);
 /// The identity of a max/min reduction in `dtype` (-inf/+inf or the

@@ -50,13 +50,28 @@ static std::optional<Type> inferMatmul(InferContext &ctx) {
   return Type::tensor(outDType, shape);
 }
 
-/// [top, left, bottom, right] from 1, 2 or 4 values; empty on error.
-static std::vector<int64_t> paddingOf(InferContext &ctx) {
-  std::vector<int64_t> padding = ctx.intList("padding", 4, {0, 0, 0, 0});
+/// The `padding` attribute as [top, left, bottom, right] (from 1, 2 or 4
+/// values), and the two values of `name` (from 1 or 2). Inference checks
+/// the counts; legalization reads the same normalized values.
+static std::vector<int64_t> paddingAttr(const Attr *value) {
+  std::vector<int64_t> padding = intListAttr(value, 4, {0, 0, 0, 0});
   if (padding.size() == 1)
     padding.assign(4, padding[0]);
   else if (padding.size() == 2)
     padding = {padding[0], padding[1], padding[0], padding[1]};
+  return padding;
+}
+
+static std::vector<int64_t> pairAttr(const Attr *value, int64_t defaultValue) {
+  std::vector<int64_t> values = intListAttr(value, 2, {defaultValue, defaultValue});
+  if (values.size() == 1)
+    values.assign(2, values[0]);
+  return values;
+}
+
+/// [top, left, bottom, right]; empty after an error.
+static std::vector<int64_t> paddingOf(InferContext &ctx) {
+  std::vector<int64_t> padding = paddingAttr(ctx.attr("padding"));
   if (padding.size() != 4) {
     ctx.errorAtAttr("padding", "padding takes 1, 2 or 4 values");
     return {};
@@ -73,10 +88,7 @@ static std::vector<int64_t> paddingOf(InferContext &ctx) {
 static std::optional<std::vector<int64_t>> pairOf(InferContext &ctx,
                                                   llvm::StringRef name,
                                                   int64_t defaultValue) {
-  std::vector<int64_t> values =
-      ctx.intList(name, 2, {defaultValue, defaultValue});
-  if (values.size() == 1)
-    values.assign(2, values[0]);
+  std::vector<int64_t> values = pairAttr(ctx.attr(name), defaultValue);
   if (values.size() != 2)
     return ctx.errorAtAttr(name, name + " takes 1 or 2 values");
   if (values[0] <= 0 || values[1] <= 0)
@@ -286,24 +298,6 @@ static WindowRead windowRead(KernelBuilder &b, const std::vector<KExprPtr> &outV
   return read;
 }
 
-/// [top, left, bottom, right] from 1, 2 or 4 values.
-static std::vector<int64_t> paddingValues(KernelBuilder &b) {
-  std::vector<int64_t> padding = b.intList("padding", 4, {0, 0, 0, 0});
-  if (padding.size() == 1)
-    padding.assign(4, padding[0]);
-  else if (padding.size() == 2)
-    padding = {padding[0], padding[1], padding[0], padding[1]};
-  return padding;
-}
-
-static std::vector<int64_t> pairValues(KernelBuilder &b, llvm::StringRef name,
-                                       int64_t defaultValue) {
-  std::vector<int64_t> values = b.intList(name, 2, {defaultValue, defaultValue});
-  if (values.size() == 1)
-    values.assign(2, values[0]);
-  return values;
-}
-
 static void legalizeConv2d(KernelBuilder &b) {
   const Shape &weights = b.operandType(1).getShape();
   const Shape &out = b.resultType.getShape();
@@ -321,8 +315,8 @@ static void legalizeConv2d(KernelBuilder &b) {
                             KExpr::intConst(out[1].size / groups)),
               weights[1].size),
         c);
-  WindowRead read = windowRead(b, outVars, channel, pairValues(b, "strides", 1),
-                               pairValues(b, "dilation", 1), paddingValues(b), false);
+  WindowRead read = windowRead(b, outVars, channel, pairAttr(b.attr("strides"), 1),
+                               pairAttr(b.attr("dilation"), 1), paddingAttr(b.attr("padding")), false);
   DType dtype = b.resultType.getDType(), acc = computeDType(dtype);
   KExprPtr x = castTo(b.load(0, read.indices), acc);
   if (read.inBounds)
@@ -334,12 +328,12 @@ static void legalizeConv2d(KernelBuilder &b) {
 }
 
 static void legalizePool2d(KernelBuilder &b) {
-  std::vector<int64_t> poolSize = pairValues(b, "pool_size", 1);
+  std::vector<int64_t> poolSize = pairAttr(b.attr("pool_size"), 1);
   bool ceilMode = b.attr("ceil_mode") && b.attr("ceil_mode")->boolValue;
   auto vars = KernelBuilder::varNames("i", 4);
   std::vector<KExprPtr> outVars = KernelBuilder::vars(vars);
-  WindowRead read = windowRead(b, outVars, outVars[1], pairValues(b, "strides", 1),
-                               pairValues(b, "dilation", 1), paddingValues(b), ceilMode);
+  WindowRead read = windowRead(b, outVars, outVars[1], pairAttr(b.attr("strides"), 1),
+                               pairAttr(b.attr("dilation"), 1), paddingAttr(b.attr("padding")), ceilMode);
   DType dtype = b.resultType.getDType(), acc = computeDType(dtype);
   std::vector<std::pair<std::string, Dim>> window = {
       {KernelBuilder::freshName("rh"), Dim::of(poolSize[0])},

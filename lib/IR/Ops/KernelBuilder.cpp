@@ -121,15 +121,7 @@ std::string KernelBuilder::outputName(size_t i) const {
 
 std::vector<int64_t> KernelBuilder::axes(llvm::StringRef name, int64_t rank,
                                          std::vector<int64_t> defaults) const {
-  const Attr *value = attr(name);
-  std::vector<int64_t> raw = defaults;
-  if (value) {
-    raw.clear();
-    if (value->kind == Attr::Int)
-      raw.push_back(value->intValue);
-    for (const Attr &item : value->list)
-      raw.push_back(item.intValue);
-  }
+  std::vector<int64_t> raw = intListAttr(attr(name), 1, std::move(defaults));
   for (int64_t &axis : raw)
     if (axis < 0)
       axis += rank;
@@ -138,15 +130,7 @@ std::vector<int64_t> KernelBuilder::axes(llvm::StringRef name, int64_t rank,
 
 std::vector<int64_t> KernelBuilder::intList(llvm::StringRef name, size_t size,
                                             std::vector<int64_t> defaults) const {
-  const Attr *value = attr(name);
-  if (!value)
-    return defaults;
-  if (value->kind == Attr::Int)
-    return std::vector<int64_t>(size, value->intValue);
-  std::vector<int64_t> result;
-  for (const Attr &item : value->list)
-    result.push_back(item.intValue);
-  return result;
+  return intListAttr(attr(name), size, std::move(defaults));
 }
 
 KExprPtr KernelBuilder::broadcastOperand(size_t i,

@@ -131,18 +131,22 @@ std::optional<int64_t> InferContext::intAttr(llvm::StringRef name,
   return value ? value->intValue : defaultValue;
 }
 
-std::vector<int64_t> InferContext::intList(llvm::StringRef name,
-                                           size_t expectedSize,
-                                           std::vector<int64_t> defaults) const {
-  const Attr *value = attr(name);
+std::vector<int64_t> fusec::intListAttr(const Attr *value, size_t size,
+                                       std::vector<int64_t> defaults) {
   if (!value)
     return defaults;
   if (value->kind == Attr::Int)
-    return std::vector<int64_t>(expectedSize, value->intValue);
+    return std::vector<int64_t>(size, value->intValue);
   std::vector<int64_t> result;
   for (const Attr &item : value->list)
     result.push_back(item.intValue);
   return result;
+}
+
+std::vector<int64_t> InferContext::intList(llvm::StringRef name,
+                                           size_t expectedSize,
+                                           std::vector<int64_t> defaults) const {
+  return intListAttr(attr(name), expectedSize, std::move(defaults));
 }
 
 //===----------------------------------------------------------------------===//

@@ -40,13 +40,14 @@ struct Interpreter::Impl {
     for (const RtValue &arg : args)
       inputs.push_back(arg.tensor);
     checkArguments(kernel, inputs);
-    KernelCounters launch{kernel.name, 1, 0, 0, {}};
+    // A kernel of stages is one launch; a lowered kernel counts its own.
+    KernelCounters launch{kernel.name, kernel.isLowered() ? 0 : 1, 0, 0, {}};
     std::vector<std::shared_ptr<TensorData>> outputs = runKernel(kernel, inputs, launch);
     KernelCounters &total = countersFor(kernel.name);
-    total.launches += 1;
+    total.launches += launch.launches;
     total.bytesRead += launch.bytesRead;
     total.bytesWritten += launch.bytesWritten;
-    counters.launches += 1;
+    counters.launches += launch.launches;
     counters.bytesRead += launch.bytesRead;
     counters.bytesWritten += launch.bytesWritten;
     for (const auto &[op, count] : launch.evaluations) {

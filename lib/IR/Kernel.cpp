@@ -114,6 +114,9 @@ const KernelOpInfo *fusec::lookupKernelOp(llvm::StringRef name) {
       {"equal", 2, true},      {"not_equal", 2, true},   {"less", 2, true},
       {"less_equal", 2, true}, {"greater", 2, true},     {"greater_equal", 2, true},
       {"logical_and", 2, true}, {"logical_or", 2, true},
+      // A reduction's combiners as they appear in the lowered form, so that
+      // counters keep the combiner's name (NaN-propagating, as maximum).
+      {"max", 2, false},        {"min", 2, false},
   };
   for (const KernelOpInfo &op : ops)
     if (name == op.name)
@@ -178,6 +181,9 @@ static std::optional<DType> operandContext(const std::vector<KExprPtr> &args,
 }
 
 std::string fusec::printExpr(const KExpr &e) { return printWith(e, std::nullopt); }
+std::string fusec::printValueExpr(const KExpr &e, DType context) {
+  return printWith(e, context);
+}
 
 /// Prints `e`; a literal is bare when the parser will infer its dtype from
 /// `expected`, and written `f16(0.5)` otherwise.
@@ -243,6 +249,10 @@ const KBuffer *Kernel::findBuffer(llvm::StringRef bufferName) const {
     for (const KBuffer &buffer : *list)
       if (buffer.name == bufferName)
         return &buffer;
+  for (const LLaunch &launch : launches)
+    for (const KBuffer &buffer : launch.buffers)
+      if (buffer.name == bufferName)
+        return &buffer;
   return nullptr;
 }
 
@@ -302,5 +312,9 @@ std::string fusec::printKernel(const Kernel &kernel) {
     text += "  internal %" + buffer.name + ": " + buffer.type.str() + "\n";
   for (const KStage &stage : kernel.stages)
     text += "  " + printStage(stage) + "\n";
+  if (!kernel.schedule.empty())
+    text += printSchedule(kernel);
+  for (const LLaunch &launch : kernel.launches)
+    text += printLaunch(launch);
   return text + "}\n";
 }

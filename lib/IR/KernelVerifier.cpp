@@ -10,7 +10,15 @@
 //      already written (or inputs) with one index per dimension, index
 //      positions integer-valued, operations known with matching operand
 //      dtypes, select conditions bool, the body in the stage's dtype;
-//   4. every output is written.
+//   4. every output is written;
+//   5. a schedule, when present, agrees with the stages (Schedule.cpp);
+//   6. a lowered kernel (no stages, launches instead): shared and local
+//      buffers have static shapes, block-level statements (parallel,
+//      barrier, shuffle) only in a launch body, loops/ifs/stores only in a
+//      parallel body, every variable bound by the launch, an enclosing loop
+//      or a symbolic dim, shuffles between locals of one dtype with constant
+//      indices, vector loops of a constant power-of-two width holding stores
+//      only.
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/IR/Kernel.h"
@@ -41,6 +49,10 @@ private:
   }
   bool checkBuffers();
   bool checkStage(const KStage &stage);
+  bool checkLowered();
+  bool checkLaunch(const LLaunch &launch);
+  bool checkThreadStmt(const LStmt &stmt, bool inVector);
+  bool declareVar(const std::string &name, llvm::SMLoc loc);
   bool checkIndex(const KExpr &e, llvm::SMLoc loc);
   bool checkValue(const KExpr &e, llvm::SMLoc loc);
   /// A cast operand or select condition may be an index or a value.
@@ -121,7 +133,7 @@ bool KernelVerifier::checkValue(const KExpr &e, llvm::SMLoc loc) {
     const KBuffer *buffer = kernel.findBuffer(e.name);
     if (!buffer)
       return error(loc, "unknown buffer '%" + e.name + "'");
-    if (buffer->role != KBuffer::Input && !written.count(e.name))
+    if (!kernel.isLowered() && buffer->role != KBuffer::Input && !written.count(e.name))
       return error(loc, "'%" + e.name + "' is read before a stage writes it");
     if (int64_t(e.args.size()) != buffer->type.getRank())
       return error(loc, "'%" + e.name + "' has rank " +
@@ -219,15 +231,165 @@ bool KernelVerifier::checkStage(const KStage &stage) {
   return true;
 }
 
+bool KernelVerifier::declareVar(const std::string &name, llvm::SMLoc loc) {
+  if (symbols.count(name) || !scope.insert(name).second)
+    return error(loc, "loop variable '" + name + "' is not fresh");
+  return true;
+}
+
+bool KernelVerifier::checkThreadStmt(const LStmt &stmt, bool inVector) {
+  switch (stmt.kind) {
+  case LStmt::Parallel:
+  case LStmt::Barrier:
+  case LStmt::Shuffle:
+    return error(stmt.loc, "'parallel', 'barrier' and shuffles belong to the launch "
+                           "body, not inside a parallel region");
+  case LStmt::For: {
+    if (inVector)
+      return error(stmt.loc, "a vector loop holds stores only");
+    if (!checkIndex(*stmt.extent, stmt.loc))
+      return false;
+    if (stmt.loopKind == LStmt::Vector) {
+      int64_t width = stmt.extent->kind == KExpr::IntConst ? stmt.extent->intValue : 0;
+      if (width < 1 || width > 16 || (width & (width - 1)) != 0)
+        return error(stmt.loc, "a vector loop's extent must be a constant power of two "
+                               "up to 16");
+    }
+    if (!declareVar(stmt.var, stmt.loc))
+      return false;
+    for (const LStmt &inner : stmt.body)
+      if (!checkThreadStmt(inner, stmt.loopKind == LStmt::Vector))
+        return false;
+    scope.erase(stmt.var);
+    return true;
+  }
+  case LStmt::If:
+    if (inVector)
+      return error(stmt.loc, "a vector loop holds stores only");
+    if (stmt.cond->dtype != DType::boolean)
+      return error(stmt.loc, "an 'if' needs a bool condition");
+    if (!checkAny(*stmt.cond, stmt.loc))
+      return false;
+    for (const auto *list : {&stmt.body, &stmt.elseBody})
+      for (const LStmt &inner : *list)
+        if (!checkThreadStmt(inner, false))
+          return false;
+    return true;
+  case LStmt::Store: {
+    const KBuffer *buffer = kernel.findBuffer(stmt.buffer);
+    if (!buffer)
+      return error(stmt.loc, "store to unknown buffer '%" + stmt.buffer + "'");
+    if (buffer->role == KBuffer::Input)
+      return error(stmt.loc, "store to the input '%" + stmt.buffer + "'");
+    if (int64_t(stmt.indices.size()) != buffer->type.getRank())
+      return error(stmt.loc, "'%" + stmt.buffer + "' has rank " +
+                                 std::to_string(buffer->type.getRank()) + " but is indexed with " +
+                                 std::to_string(stmt.indices.size()) + " indices");
+    for (const KExprPtr &index : stmt.indices)
+      if (!checkIndex(*index, stmt.loc))
+        return false;
+    if (!checkValue(*stmt.value, stmt.loc))
+      return false;
+    if (stmt.value->dtype != buffer->type.getDType())
+      return error(stmt.loc, "the store computes " + dtypeName(stmt.value->dtype) +
+                                 " but '%" + stmt.buffer + "' holds " +
+                                 dtypeName(buffer->type.getDType()));
+    return true;
+  }
+  }
+  return true;
+}
+
+bool KernelVerifier::checkLaunch(const LLaunch &launch) {
+  if (launch.threads < 1 || launch.threads > 1024)
+    return error(launch.loc, "a block has 1 to 1024 threads");
+  scope.clear();
+  if (!checkIndex(*launch.gridSize, launch.loc))
+    return false;
+  if (!declareVar(launch.blockVar, launch.loc) || !declareVar(launch.threadVar, launch.loc))
+    return false;
+  for (const LStmt &stmt : launch.body) {
+    switch (stmt.kind) {
+    case LStmt::Parallel:
+      for (const LStmt &inner : stmt.body)
+        if (!checkThreadStmt(inner, false))
+          return false;
+      break;
+    case LStmt::Barrier:
+      break;
+    case LStmt::Shuffle: {
+      const KBuffer *dst = kernel.findBuffer(stmt.buffer);
+      const KBuffer *src =
+          stmt.value && stmt.value->kind == KExpr::Load ? kernel.findBuffer(stmt.value->name)
+                                                        : nullptr;
+      if (!dst || !src || dst->role != KBuffer::Local || src->role != KBuffer::Local)
+        return error(stmt.loc, "a shuffle moves a value between local buffers");
+      if (dst->type.getDType() != src->type.getDType())
+        return error(stmt.loc, "a shuffle's buffers have different dtypes");
+      if (launch.threads % 32 != 0)
+        return error(stmt.loc, "a shuffle needs whole warps (threads a multiple of 32)");
+      if (stmt.shuffleMode != "xor" && stmt.shuffleMode != "down")
+        return error(stmt.loc, "unknown shuffle '" + stmt.shuffleMode + "'");
+      if (stmt.shuffleOffset < 1 || stmt.shuffleOffset > 31)
+        return error(stmt.loc, "a shuffle offset is in [1, 31]");
+      auto constantIndices = [&](const std::vector<KExprPtr> &indices, const KBuffer &buffer) {
+        if (int64_t(indices.size()) != buffer.type.getRank())
+          return false;
+        for (size_t d = 0; d < indices.size(); ++d)
+          if (indices[d]->kind != KExpr::IntConst || indices[d]->intValue < 0 ||
+              indices[d]->intValue >= buffer.type.getShape()[d].size)
+            return false;
+        return true;
+      };
+      if (!constantIndices(stmt.indices, *dst) || !constantIndices(stmt.value->args, *src))
+        return error(stmt.loc, "a shuffle indexes its locals with in-range constants");
+      break;
+    }
+    default:
+      return error(stmt.loc, "a launch body holds 'parallel', 'barrier' and shuffles");
+    }
+  }
+  return true;
+}
+
+bool KernelVerifier::checkLowered() {
+  if (!kernel.stages.empty())
+    return error(kernel.loc, "a lowered kernel has launches, not stages");
+  llvm::StringSet<> names;
+  for (const auto *list : {&kernel.inputs, &kernel.outputs, &kernel.internals})
+    for (const KBuffer &buffer : *list)
+      names.insert(buffer.name);
+  for (const LLaunch &launch : kernel.launches)
+    for (const KBuffer &buffer : launch.buffers) {
+      if (!names.insert(buffer.name).second)
+        return error(buffer.loc, "buffer '%" + buffer.name + "' is declared twice");
+      if (buffer.role != KBuffer::Shared && buffer.role != KBuffer::Local)
+        return error(buffer.loc, "a launch declares shared and local buffers only");
+      if (!buffer.type.isTensor())
+        return error(buffer.loc, "buffer '%" + buffer.name + "' must have a tensor type");
+      for (const Dim &dim : buffer.type.getShape())
+        if (dim.isSymbolic())
+          return error(buffer.loc, "shared and local buffers have static shapes");
+    }
+  for (const LLaunch &launch : kernel.launches)
+    if (!checkLaunch(launch))
+      return false;
+  return true;
+}
+
 bool KernelVerifier::verify() {
   if (!checkBuffers())
     return false;
+  if (kernel.isLowered())
+    return checkLowered();
   for (const KStage &stage : kernel.stages)
     if (!checkStage(stage))
       return false;
   for (const KBuffer &buffer : kernel.outputs)
     if (!written.count(buffer.name))
       return error(buffer.loc, "output '%" + buffer.name + "' is never written");
+  if (!kernel.schedule.empty())
+    return verifySchedule(kernel, diag, context);
   return true;
 }
 

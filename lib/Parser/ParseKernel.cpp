@@ -2,6 +2,7 @@
 //
 //   kernel  ::= 'kernel' @name '(' buffers ')' '->' '(' buffers ')'
 //               ('attributes' attr-dict)? '{' internal* stage* '}'
+//               (schedule and launches: see ParseLowered.cpp)
 //   internal::= 'internal' %name ':' type
 //   stage   ::= %buf '[' var,* ']' '=' (expr | reduce)
 //   reduce  ::= 'reduce' combiner '(' expr ')' 'over' '(' (var ':' dim),* ')'
@@ -79,7 +80,14 @@ bool Parser::parseKernel(Module &module) {
   while (token.is(Token::LocalName))
     if (!parseStage(*kernel))
       return false;
-  if (!expect(Token::RBrace, "a stage or '}' to end the kernel"))
+  if (token.isKeyword("schedule") && !parseSchedule(*kernel))
+    return false;
+  while (token.isKeyword("launch"))
+    if (!parseLaunch(*kernel))
+      return false;
+  if (!expect(Token::RBrace, kernel->launches.empty()
+                                 ? "a stage, 'schedule', 'launch' or '}' to end the kernel"
+                                 : "'launch' or '}' to end the kernel"))
     return false;
   currentKernel = nullptr;
   if (!verifyKernel(*kernel, diag)) {
@@ -343,8 +351,11 @@ Parser::MutableExpr Parser::parseKPrimary(ExprContext context) {
   static const std::pair<const char *, KExpr::Kind> indexFunctions[] = {
       {"floordiv", KExpr::FloorDiv}, {"mod", KExpr::Mod},
       {"min", KExpr::Min}, {"max", KExpr::Max}};
+  // `max`/`min` in a value position are the combiners' value operations
+  // (as the lowered form writes a reduction step); elsewhere index functions.
+  bool valueCombiner = context == ExprContext::Value && (head == "max" || head == "min");
   for (const auto &[name, kind] : indexFunctions)
-    if (head == name) {
+    if (head == name && !valueCombiner) {
       if (!parseArgs(ExprContext::Index, 2))
         return nullptr;
       return std::const_pointer_cast<KExpr>(KExpr::binary(kind, args[0], args[1]));

@@ -76,6 +76,19 @@ private:
   bool parseKernel(Module &module);
   bool parseKernelBuffers(std::vector<KBuffer> &buffers, KBuffer::Role role);
   bool parseStage(Kernel &kernel);
+  // Schedules and the lowered form (ParseLowered.cpp).
+  bool parseSchedule(Kernel &kernel);
+  bool parseScheduleEntry(Kernel &kernel);
+  bool parseMapping(StageMapping &mapping);
+  bool parseLaunch(Kernel &kernel);
+  bool parseBlockStmt(LLaunch &launch, std::vector<LStmt> &out);
+  bool parseThreadStmt(std::vector<LStmt> &out);
+  bool parseStmtBlock(std::vector<LStmt> &out, bool blockLevel, LLaunch *launch);
+  bool parseStore(LStmt &stmt, bool blockLevel);
+  bool parseLoopVar(std::string &name);
+  MutableExpr parseIndexExpr();
+  bool parseInt(int64_t &value, llvm::StringRef what);
+
   MutableExpr parseKExpr(ExprContext context);
   MutableExpr parseKBinary(ExprContext context, int minPrecedence);
   MutableExpr parseKUnary(ExprContext context);

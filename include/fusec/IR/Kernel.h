@@ -24,6 +24,9 @@
 
 #include "fusec/IR/IR.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <map>
 #include <memory>
 
 namespace fusec {
@@ -68,6 +71,8 @@ struct KExpr {
 /// Structural equality (the analysis compares index expressions this way).
 bool equalExprs(const KExpr &a, const KExpr &b);
 std::string printExpr(const KExpr &expr);
+/// Prints a value expression whose bare literals read back as `context`.
+std::string printValueExpr(const KExpr &expr, DType context);
 
 /// The value operations a stage may call, with their arity and whether they
 /// return bool. Their names are the keys of the interpreter's counters.
@@ -79,7 +84,11 @@ struct KernelOpInfo {
 const KernelOpInfo *lookupKernelOp(llvm::StringRef name);
 
 struct KBuffer {
-  enum Role { Input, Output, Internal };
+  /// Input/Output/Internal are the kernel's tensors (after `lower`, an
+  /// internal buffer is global scratch memory the launcher allocates);
+  /// Shared and Local are declared by a lowered launch: one copy per thread
+  /// block, and one per thread.
+  enum Role { Input, Output, Internal, Shared, Local };
   std::string name;
   Type type;
   Role role = Input;
@@ -100,12 +109,110 @@ struct KStage {
   bool isReduction() const { return !combiner.empty(); }
 };
 
+//===----------------------------------------------------------------------===//
+// Schedules (printed with the kernel; chosen by `schedule`, applied by `lower`)
+//===----------------------------------------------------------------------===//
+
+/// How a root stage's domain maps onto the GPU.
+struct StageMapping {
+  enum Kind {
+    /// The spatial domain flattened and split into blocks of `threads`
+    /// threads, each thread computing `vector` consecutive elements (one
+    /// vector access per contiguous operand); a reduction's loops run
+    /// serially inside the thread.
+    Flat,
+    /// One thread block per row: all spatial dims but the last `inner` ones.
+    /// A reduction (inner = 0) is reduced by the block's threads together
+    /// (strided loads, warp shuffles, shared memory across warps); a
+    /// spatial stage's threads stride over the row's inner elements.
+    Rows,
+  };
+  Kind kind = Flat;
+  int64_t threads = 256;
+  int64_t vector = 1;
+  int64_t inner = 0; // Rows only
+};
+
+/// Where one stage is computed.
+struct StageSchedule {
+  enum Placement {
+    Root,      // its own loop nest (an internal root stage is materialized to
+               // global memory)
+    Inline,    // substituted into every load of it (recomputed per use)
+    ComputeAt, // computed inside `consumer`'s loops at `level`
+  };
+  enum Level {
+    Block,  // once per thread block, for that block's row, in shared memory
+    Thread, // per use, in the thread's registers (reductions only)
+  };
+  std::string stage; // the buffer the stage writes
+  Placement placement = Root;
+  StageMapping mapping; // Root
+  std::string consumer; // ComputeAt
+  Level level = Block;  // ComputeAt
+  llvm::SMLoc loc;
+};
+
+struct KSchedule {
+  std::string rule; // the rule that chose it, e.g. "elementwise"
+  std::vector<StageSchedule> stages; // one per stage, in stage order
+  bool empty() const { return rule.empty() && stages.empty(); }
+  const StageSchedule *find(llvm::StringRef stage) const;
+};
+
+//===----------------------------------------------------------------------===//
+// The lowered, loop-level form (produced by `lower`)
+//===----------------------------------------------------------------------===//
+
+/// One statement of a launch. Block-level statements (the launch body) are
+/// Parallel, Barrier and Shuffle; a Parallel body holds For, If and Store.
+struct LStmt {
+  enum Kind {
+    Parallel, // every thread of the block runs the body (`parallel { }`)
+    Barrier,  // __syncthreads()
+    Shuffle,  // %dst[i] = shfl_xor|shfl_down(%src[j], offset): all threads
+    For,      // for var in serial|unroll|vector(extent) { body }
+    If,       // if cond { body } else { elseBody }
+    Store,    // %buffer[indices] = value
+  };
+  enum LoopKind { Serial, Unroll, Vector };
+  Kind kind = Store;
+  // For
+  LoopKind loopKind = Serial;
+  std::string var;
+  KExprPtr extent;
+  // If
+  KExprPtr cond;
+  // Store and Shuffle (the shuffled value is `value`, a load of a local)
+  std::string buffer;
+  std::vector<KExprPtr> indices;
+  KExprPtr value;
+  std::string shuffleMode; // "xor" or "down"
+  int64_t shuffleOffset = 0;
+  std::vector<LStmt> body, elseBody;
+  llvm::SMLoc loc;
+};
+
+/// One kernel launch: a 1-D grid of `gridSize` blocks of `threads` threads.
+struct LLaunch {
+  std::string blockVar = "bx", threadVar = "tx";
+  KExprPtr gridSize;
+  int64_t threads = 256;
+  std::vector<KBuffer> buffers; // Shared and Local
+  std::vector<LStmt> body;
+  llvm::SMLoc loc;
+};
+
 struct Kernel {
   std::string name;
   llvm::SMLoc loc;
   std::vector<KBuffer> inputs, outputs, internals;
   std::vector<KStage> stages;
   Attrs attrs;
+  KSchedule schedule;            // empty until `schedule`
+  std::vector<LLaunch> launches; // after `lower` (then `stages` is empty)
+
+  bool isLowered() const { return !launches.empty(); }
 
   const KBuffer *findBuffer(llvm::StringRef name) const;
   /// The result type of `call_kernel`: one output is a tensor, several a
@@ -116,13 +223,56 @@ struct Kernel {
   std::vector<std::string> getSymbolicDims() const;
 };
 
+//===----------------------------------------------------------------------===//
+// Rewriting stage expressions (KernelRewrite.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Index arithmetic with constants folded and the identities of the
+/// lowering simplified (x + 0, x * 1, floordiv(x, 1), mod(x, 1),
+/// floordiv(c * x, c), mod(c * x, c)).
+KExprPtr foldIndex(KExpr::Kind kind, KExprPtr lhs, KExprPtr rhs);
+/// `e` with variables replaced by `bindings` (and index arithmetic refolded).
+KExprPtr substituteVars(const KExprPtr &e,
+                        const std::map<std::string, KExprPtr> &bindings);
+/// `e` with each load (innermost first) replaced by `rewrite(load, indices)`
+/// when that returns non-null; `indices` are the load's rewritten indices.
+KExprPtr rewriteLoads(
+    const KExprPtr &e,
+    llvm::function_ref<KExprPtr(const KExpr &load, const std::vector<KExprPtr> &indices)>
+        rewrite);
+/// `e` with every load of spatial `stage`'s buffer replaced by its body, the
+/// stage's variables bound to the load's indices.
+KExprPtr inlineStage(const KExprPtr &e, const KStage &stage);
+bool usesVar(const KExpr &e, llvm::StringRef var);
+/// Whether `e` loads `buffer` anywhere.
+bool loadsBuffer(const KExpr &e, llvm::StringRef buffer);
+/// The largest constant known to divide `e` (1 when nothing is known).
+int64_t knownMultipleOf(const KExpr &e);
+
+/// How a load or store inside a vector loop over `lane` (of `width` lanes)
+/// touches memory: one element for all lanes, one aligned vector of
+/// consecutive elements (the last index is `base + lane` with `base` a known
+/// multiple of `width`, and the buffer's static last dim a multiple of
+/// `width`), or one element per lane.
+enum class LaneAccess { Uniform, Contiguous, Gather };
+LaneAccess classifyLaneAccess(const std::vector<KExprPtr> &indices, const Type &bufferType,
+                              llvm::StringRef lane, int64_t width);
+
 /// Checks a kernel: buffers unique, each stage writes an output or internal
 /// buffer with one variable per dimension, every load names a buffer with
 /// the right rank, variables are in scope, dtypes agree, every output is
-/// written. Emits located diagnostics.
+/// written; a schedule agrees with the stages; a lowered kernel's launches
+/// are well formed. Emits located diagnostics.
 bool verifyKernel(const Kernel &kernel, DiagEngine &diag,
                   llvm::StringRef context = {});
 std::string printKernel(const Kernel &kernel);
+/// Checks a schedule against the stages: one entry per stage in order,
+/// outputs are roots, compute-at consumers exist and come later, mappings
+/// are sane (threads in [1, 1024], a power-of-two vector width).
+bool verifySchedule(const Kernel &kernel, DiagEngine &diag,
+                    llvm::StringRef context = {});
+std::string printSchedule(const Kernel &kernel);
+std::string printLaunch(const LLaunch &launch);
 
 } // namespace fusec
 

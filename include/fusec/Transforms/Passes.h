@@ -28,6 +28,12 @@ std::unique_ptr<Pass> createFuseOpsPass();
 /// `fuse-tir`: each primitive function becomes one kernel.
 std::unique_ptr<Pass> createFuseTIRPass();
 
+/// `schedule`: a GPU schedule for every kernel (DLight-style rules).
+std::unique_ptr<Pass> createSchedulePass();
+
+/// `lower`: scheduled kernels to the loop-level form.
+std::unique_ptr<Pass> createLowerPass();
+
 /// `test-perturb-constants`: a deliberately wrong pass for tests.
 std::unique_ptr<Pass> createTestPerturbConstantsPass();
 

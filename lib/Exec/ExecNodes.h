@@ -1,0 +1,574 @@
+//===- ExecNodes.h - The interpreter's expression nodes (private) -*- C++ -*-===//
+//
+// Shared by KernelExec.cpp (stages) and LoweredExec.cpp (launches): buffers,
+// the compiled expression nodes with their exact counting, and the compiler
+// from KExpr to nodes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_LIB_EXEC_EXECNODES_H
+#define FUSEC_LIB_EXEC_EXECNODES_H
+
+#include "KernelExec.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <cmath>
+
+namespace fusec {
+namespace exec {
+
+/// An integral double wrapped modulo 2^64 into int64's range, without the
+/// undefined behaviour of converting an out-of-range double.
+inline int64_t wrapToInt64(double value) {
+  if (std::isnan(value) || std::isinf(value))
+    return 0;
+  double wrapped = std::fmod(std::trunc(value), 18446744073709551616.0);
+  if (wrapped >= 9223372036854775808.0)
+    wrapped -= 18446744073709551616.0;
+  else if (wrapped < -9223372036854775808.0)
+    wrapped += 18446744073709551616.0;
+  return wrapped >= 9223372036854775808.0 ? INT64_MIN : static_cast<int64_t>(wrapped);
+}
+
+struct Buffer {
+  std::vector<double> data;
+  std::vector<int64_t> shape, strides;
+  DType dtype = DType::f32;
+  bool global = false;
+  std::string name;
+  /// A lowered launch's local buffer holds one copy per thread: element
+  /// offsets move by `threadStride` per value of vars[threadSlot].
+  int threadSlot = -1;
+  int64_t threadStride = 0;
+};
+
+/// Elements evaluated per batch along the innermost loop.
+constexpr int64_t kBatch = 256;
+
+struct Node {
+  virtual ~Node() = default;
+  virtual double eval(const int64_t *vars) const = 0;
+  /// The values for vars[slot] = start, start + 1, ..., start + count - 1
+  /// (vars[slot] holds start; count <= kBatch). The default evaluates each
+  /// element on its own, which keeps `select` lazy.
+  virtual void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const {
+    int64_t start = vars[slot];
+    for (int64_t t = 0; t < count; ++t) {
+      vars[slot] = start + t;
+      out[t] = eval(vars);
+    }
+    vars[slot] = start;
+  }
+};
+using NodePtr = std::unique_ptr<Node>;
+
+struct Const final : Node {
+  double value;
+  explicit Const(double v) : value(v) {}
+  double eval(const int64_t *) const override { return value; }
+  void evalBatch(int64_t *, int, int64_t count, double *out) const override {
+    std::fill(out, out + count, value);
+  }
+};
+
+struct VarRef final : Node {
+  int slot;
+  explicit VarRef(int s) : slot(s) {}
+  double eval(const int64_t *vars) const override { return double(vars[slot]); }
+  void evalBatch(int64_t *vars, int batchSlot, int64_t count, double *out) const override {
+    double start = double(vars[slot]);
+    for (int64_t t = 0; t < count; ++t)
+      out[t] = batchSlot == slot ? start + double(t) : start;
+  }
+};
+
+inline int64_t floorDiv(int64_t a, int64_t b) {
+  if (b == 0)
+    throw ExecError{"division by zero in an index expression"};
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+struct IndexOp final : Node {
+  KExpr::Kind kind;
+  NodePtr a, b;
+  mutable double rhs[kBatch];
+  bool shortCircuit = false; // `&&`/`||` whose right side loads: stay lazy
+  /// Arithmetic and comparisons evaluate both operands as batches; so do
+  /// `&&` and `||` unless their right side reads a buffer (a guard such as
+  /// `i < n && %idx[i] > 0` must not read out of range).
+  void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const override {
+    if (shortCircuit)
+      return Node::evalBatch(vars, slot, count, out);
+    a->evalBatch(vars, slot, count, out);
+    if (kind == KExpr::Not) {
+      for (int64_t t = 0; t < count; ++t)
+        out[t] = out[t] == 0;
+      return;
+    }
+    if (kind == KExpr::FloorDiv || kind == KExpr::Mod)
+      return Node::evalBatch(vars, slot, count, out); // division checks
+    b->evalBatch(vars, slot, count, rhs);
+    for (int64_t t = 0; t < count; ++t) {
+      double x = out[t], y = rhs[t];
+      switch (kind) {
+      case KExpr::Add: out[t] = x + y; break;
+      case KExpr::Sub: out[t] = x - y; break;
+      case KExpr::Mul: out[t] = x * y; break;
+      case KExpr::Min: out[t] = std::min(x, y); break;
+      case KExpr::Max: out[t] = std::max(x, y); break;
+      case KExpr::Lt: out[t] = x < y; break;
+      case KExpr::Le: out[t] = x <= y; break;
+      case KExpr::Gt: out[t] = x > y; break;
+      case KExpr::Ge: out[t] = x >= y; break;
+      case KExpr::Eq: out[t] = x == y; break;
+      case KExpr::Ne: out[t] = x != y; break;
+      case KExpr::And: out[t] = x != 0 && y != 0; break;
+      case KExpr::Or: out[t] = x != 0 || y != 0; break;
+      default: break;
+      }
+    }
+  }
+  double eval(const int64_t *vars) const override {
+    int64_t x = wrapToInt64(a->eval(vars));
+    if (kind == KExpr::Not)
+      return x == 0;
+    if (kind == KExpr::And)
+      return x != 0 && b->eval(vars) != 0; // short-circuit
+    if (kind == KExpr::Or)
+      return x != 0 || b->eval(vars) != 0;
+    int64_t y = wrapToInt64(b->eval(vars));
+    switch (kind) {
+    case KExpr::Add: return double(x + y);
+    case KExpr::Sub: return double(x - y);
+    case KExpr::Mul: return double(x * y);
+    case KExpr::FloorDiv: return double(floorDiv(x, y));
+    case KExpr::Mod: return double(x - floorDiv(x, y) * y);
+    case KExpr::Min: return double(std::min(x, y));
+    case KExpr::Max: return double(std::max(x, y));
+    case KExpr::Lt: return x < y;
+    case KExpr::Le: return x <= y;
+    case KExpr::Gt: return x > y;
+    case KExpr::Ge: return x >= y;
+    case KExpr::Eq: return x == y;
+    case KExpr::Ne: return x != y;
+    default: return 0;
+    }
+  }
+};
+
+/// One index of a load: constant + sum of coefficient * variable when the
+/// expression is affine, else a general node.
+struct IndexCalc {
+  int64_t constant = 0;
+  std::vector<std::pair<int, int64_t>> terms; // slot, coefficient
+  NodePtr general;
+  int64_t eval(const int64_t *vars) const {
+    if (general)
+      return wrapToInt64(general->eval(vars));
+    int64_t value = constant;
+    for (const auto &[slot, coefficient] : terms)
+      value += coefficient * vars[slot];
+    return value;
+  }
+};
+
+struct Load final : Node {
+  const Buffer *buffer;
+  std::vector<IndexCalc> indices;
+  int64_t *bytesRead;
+  int64_t elementBytes;
+  /// In a vector loop (lowered form): a load that does not depend on the
+  /// lane variable is one scalar load for the whole vector (counted at lane
+  /// 0), and a contiguous one must start at a multiple of the width.
+  int laneSlot = -1;
+  bool uniformInLane = false;
+  int64_t vectorWidth = 0;
+
+  double eval(const int64_t *vars) const override {
+    int64_t offset = elementOffset(*buffer, indices, vars);
+    if (vectorWidth && vars[laneSlot] == 0 && offset % vectorWidth != 0)
+      throw ExecError{"misaligned vector access to %" + buffer->name + " at element " +
+                      std::to_string(offset)};
+    if (buffer->global && !(uniformInLane && vars[laneSlot] != 0))
+      *bytesRead += elementBytes;
+    return buffer->data[offset];
+  }
+
+  /// The element `indices` address, range-checked per dimension.
+  static int64_t elementOffset(const Buffer &buffer, const std::vector<IndexCalc> &indices,
+                               const int64_t *vars) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < indices.size(); ++d) {
+      int64_t index = indices[d].eval(vars);
+      if (index < 0 || index >= buffer.shape[d])
+        throw ExecError{"index " + std::to_string(index) + " is out of range [0, " +
+                        std::to_string(buffer.shape[d]) + ") in dimension " +
+                        std::to_string(d) + " of %" + buffer.name};
+      offset += index * buffer.strides[d];
+    }
+    if (buffer.threadSlot >= 0)
+      offset += vars[buffer.threadSlot] * buffer.threadStride;
+    return offset;
+  }
+
+  void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const override {
+    if (buffer->threadSlot >= 0 || laneSlot >= 0)
+      return Node::evalBatch(vars, slot, count, out);
+    // Affine indices move linearly with the batched variable: checking the
+    // first and the last element checks them all.
+    int64_t offset = 0, step = 0;
+    for (size_t d = 0; d < indices.size(); ++d) {
+      const IndexCalc &calc = indices[d];
+      if (calc.general)
+        return Node::evalBatch(vars, slot, count, out);
+      int64_t first = calc.eval(vars), delta = 0;
+      for (const auto &[termSlot, coefficient] : calc.terms)
+        if (termSlot == slot)
+          delta += coefficient;
+      int64_t last = first + delta * (count - 1);
+      if (std::min(first, last) < 0 || std::max(first, last) >= buffer->shape[d])
+        return Node::evalBatch(vars, slot, count, out); // reports the index
+      offset += first * buffer->strides[d];
+      step += delta * buffer->strides[d];
+    }
+    const double *data = buffer->data.data() + offset;
+    for (int64_t t = 0; t < count; ++t)
+      out[t] = data[t * step];
+    if (buffer->global)
+      *bytesRead += elementBytes * count;
+  }
+};
+
+enum class Op {
+  Exp, Log, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Erf, Floor, Ceil, Round,
+  Negative, Abs, Sign, Relu, Gelu, GeluTanh, Silu, LogicalNot, Add, Subtract,
+  Multiply, Divide, Power, Maximum, Minimum, Equal, NotEqual, Less, LessEqual,
+  Greater, GreaterEqual, LogicalAnd, LogicalOr
+};
+
+inline const llvm::StringMap<Op> &opTable() {
+  static const llvm::StringMap<Op> table = {
+      {"exp", Op::Exp}, {"log", Op::Log}, {"sqrt", Op::Sqrt}, {"rsqrt", Op::Rsqrt},
+      {"sin", Op::Sin}, {"cos", Op::Cos}, {"tanh", Op::Tanh}, {"sigmoid", Op::Sigmoid},
+      {"erf", Op::Erf}, {"floor", Op::Floor}, {"ceil", Op::Ceil}, {"round", Op::Round},
+      {"negative", Op::Negative}, {"abs", Op::Abs}, {"sign", Op::Sign}, {"relu", Op::Relu},
+      {"gelu", Op::Gelu}, {"gelu_tanh", Op::GeluTanh}, {"silu", Op::Silu},
+      {"logical_not", Op::LogicalNot}, {"add", Op::Add}, {"subtract", Op::Subtract},
+      {"multiply", Op::Multiply}, {"divide", Op::Divide}, {"power", Op::Power},
+      {"maximum", Op::Maximum}, {"minimum", Op::Minimum},
+      {"max", Op::Maximum}, {"min", Op::Minimum}, {"equal", Op::Equal},
+      {"not_equal", Op::NotEqual}, {"less", Op::Less}, {"less_equal", Op::LessEqual},
+      {"greater", Op::Greater}, {"greater_equal", Op::GreaterEqual},
+      {"logical_and", Op::LogicalAnd}, {"logical_or", Op::LogicalOr}};
+  return table;
+}
+
+inline double applyUnary(Op op, double x) {
+  switch (op) {
+  case Op::Exp: return std::exp(x);
+  case Op::Log: return std::log(x);
+  case Op::Sqrt: return std::sqrt(x);
+  case Op::Rsqrt: return 1.0 / std::sqrt(x);
+  case Op::Sin: return std::sin(x);
+  case Op::Cos: return std::cos(x);
+  case Op::Tanh: return std::tanh(x);
+  case Op::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+  case Op::Erf: return std::erf(x);
+  case Op::Floor: return std::floor(x);
+  case Op::Ceil: return std::ceil(x);
+  case Op::Round: return std::nearbyint(x); // half to even, as NumPy
+  case Op::Negative: return -x;
+  case Op::Abs: return std::fabs(x);
+  case Op::Sign: return x > 0 ? 1 : x < 0 ? -1 : x;
+  case Op::Relu: return x > 0 ? x : (std::isnan(x) ? x : 0.0);
+  case Op::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  case Op::GeluTanh:
+    return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+  case Op::Silu: return x / (1.0 + std::exp(-x));
+  case Op::LogicalNot: return x == 0;
+  default: return 0;
+  }
+}
+
+/// Integer add, subtract and multiply in wrapping 64-bit arithmetic, so an
+/// i32 product beyond 2^53 is exact before it is wrapped to 32 bits.
+inline double integerArithmetic(Op op, double x, double y, DType dtype) {
+  uint64_t a = uint64_t(wrapToInt64(x)), b = uint64_t(wrapToInt64(y));
+  uint64_t result = op == Op::Add ? a + b : op == Op::Subtract ? a - b : a * b;
+  // Wrap to the dtype's width before the result becomes a double again.
+  if (dtype == DType::i8)
+    return double(int8_t(result));
+  if (dtype == DType::i32)
+    return double(int32_t(result));
+  return double(int64_t(result));
+}
+
+inline double applyBinary(Op op, double x, double y, DType dtype) {
+  if (isIntDType(dtype) && (op == Op::Add || op == Op::Subtract || op == Op::Multiply))
+    return integerArithmetic(op, x, y, dtype);
+  switch (op) {
+  case Op::Add: return x + y;
+  case Op::Subtract: return x - y;
+  case Op::Multiply: return x * y;
+  case Op::Divide:
+    if (isIntDType(dtype)) { // truncating, as C and TVM's TIR
+      if (y == 0)
+        throw ExecError{"integer division by zero"};
+      return std::trunc(x / y);
+    }
+    return x / y;
+  case Op::Power: return std::pow(x, y);
+  case Op::Maximum: return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
+  case Op::Minimum: return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
+  case Op::Equal: return x == y;
+  case Op::NotEqual: return x != y;
+  case Op::Less: return x < y;
+  case Op::LessEqual: return x <= y;
+  case Op::Greater: return x > y;
+  case Op::GreaterEqual: return x >= y;
+  case Op::LogicalAnd: return x != 0 && y != 0;
+  case Op::LogicalOr: return x != 0 || y != 0;
+  default: return 0;
+  }
+}
+
+struct Call final : Node {
+  Op op;
+  DType dtype;       // the operation's dtype (operands' for comparisons)
+  DType resultDType; // what the result is rounded to
+  NodePtr a, b;
+  int64_t *count;
+  mutable double scratch[kBatch];
+  double eval(const int64_t *vars) const override {
+    ++*count;
+    double x = a->eval(vars);
+    double result = b ? applyBinary(op, x, b->eval(vars), dtype) : applyUnary(op, x);
+    return roundTo(result, resultDType);
+  }
+  void evalBatch(int64_t *vars, int slot, int64_t n, double *out) const override {
+    a->evalBatch(vars, slot, n, out);
+    if (b) {
+      b->evalBatch(vars, slot, n, scratch);
+      // The frequent float arithmetic gets its own loops.
+      switch (isIntDType(dtype) ? Op::Power : op) {
+      case Op::Add:
+        for (int64_t t = 0; t < n; ++t)
+          out[t] += scratch[t];
+        break;
+      case Op::Subtract:
+        for (int64_t t = 0; t < n; ++t)
+          out[t] -= scratch[t];
+        break;
+      case Op::Multiply:
+        for (int64_t t = 0; t < n; ++t)
+          out[t] *= scratch[t];
+        break;
+      default:
+        for (int64_t t = 0; t < n; ++t)
+          out[t] = applyBinary(op, out[t], scratch[t], dtype);
+      }
+    } else {
+      for (int64_t t = 0; t < n; ++t)
+        out[t] = applyUnary(op, out[t]);
+    }
+    roundBatch(out, n, resultDType);
+    *count += n;
+  }
+};
+
+struct Cast final : Node {
+  NodePtr a;
+  DType dtype;
+  double eval(const int64_t *vars) const override { return roundTo(a->eval(vars), dtype); }
+  void evalBatch(int64_t *vars, int slot, int64_t n, double *out) const override {
+    a->evalBatch(vars, slot, n, out);
+    roundBatch(out, n, dtype);
+  }
+};
+
+struct Select final : Node {
+  NodePtr cond, a, b;
+  mutable double conditions[kBatch];
+  double eval(const int64_t *vars) const override {
+    return cond->eval(vars) != 0 ? a->eval(vars) : b->eval(vars);
+  }
+  /// A batch whose conditions agree evaluates one branch as a batch (the
+  /// interior of a padded window); a mixed batch stays lazy per element, so
+  /// a branch never runs where it is not taken.
+  void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const override {
+    cond->evalBatch(vars, slot, count, conditions);
+    bool allTrue = true, allFalse = true;
+    for (int64_t t = 0; t < count; ++t) {
+      allTrue &= conditions[t] != 0;
+      allFalse &= conditions[t] == 0;
+    }
+    if (allTrue)
+      return a->evalBatch(vars, slot, count, out);
+    if (allFalse)
+      return b->evalBatch(vars, slot, count, out);
+    int64_t start = vars[slot];
+    for (int64_t t = 0; t < count; ++t) {
+      vars[slot] = start + t;
+      out[t] = conditions[t] != 0 ? a->eval(vars) : b->eval(vars);
+    }
+    vars[slot] = start;
+  }
+};
+
+inline bool readsBuffer(const KExpr &e) {
+  if (e.kind == KExpr::Load)
+    return true;
+  for (const KExprPtr &arg : e.args)
+    if (readsBuffer(*arg))
+      return true;
+  return false;
+}
+
+/// Compiles the expressions of one kernel call.
+struct Compiler {
+  llvm::StringMap<Buffer *> buffers;
+  llvm::StringMap<int> slots;             // iteration variables
+  llvm::StringMap<int64_t> symbols;       // bound symbolic dims
+  KernelCounters &counters;
+  /// Inside a lowered vector loop: its lane variable's slot and name, its
+  /// width, and the kernel whose buffer types classify each access.
+  int laneSlot = -1;
+  std::string laneVar;
+  int64_t laneWidth = 0;
+  const Kernel *kernel = nullptr;
+
+  explicit Compiler(KernelCounters &counters) : counters(counters) {}
+
+  /// Index calculations for `indices`.
+  std::vector<IndexCalc> compileIndices(const std::vector<KExprPtr> &indices) {
+    std::vector<IndexCalc> calcs;
+    for (const KExprPtr &index : indices) {
+      IndexCalc calc;
+      if (!affine(*index, calc, 1)) {
+        calc = IndexCalc();
+        calc.general = compile(*index);
+      }
+      calcs.push_back(std::move(calc));
+    }
+    return calcs;
+  }
+
+  /// Affine form of `e` over the slots, if it has one.
+  bool affine(const KExpr &e, IndexCalc &out, int64_t scale) {
+    switch (e.kind) {
+    case KExpr::IntConst:
+      out.constant += scale * e.intValue;
+      return true;
+    case KExpr::Var: {
+      auto slot = slots.find(e.name);
+      if (slot != slots.end()) {
+        out.terms.push_back({slot->second, scale});
+        return true;
+      }
+      out.constant += scale * symbols.lookup(e.name);
+      return true;
+    }
+    case KExpr::Add:
+      return affine(*e.args[0], out, scale) && affine(*e.args[1], out, scale);
+    case KExpr::Sub:
+      return affine(*e.args[0], out, scale) && affine(*e.args[1], out, -scale);
+    case KExpr::Mul: {
+      IndexCalc constant;
+      if (affine(*e.args[1], constant, 1) && constant.terms.empty())
+        return affine(*e.args[0], out, scale * constant.constant);
+      constant = IndexCalc();
+      if (affine(*e.args[0], constant, 1) && constant.terms.empty())
+        return affine(*e.args[1], out, scale * constant.constant);
+      return false;
+    }
+    default:
+      return false;
+    }
+  }
+
+  NodePtr compile(const KExpr &e) {
+    switch (e.kind) {
+    case KExpr::IntConst:
+      return std::make_unique<Const>(double(e.intValue));
+    case KExpr::Literal:
+      return std::make_unique<Const>(e.floatValue);
+    case KExpr::Var: {
+      auto slot = slots.find(e.name);
+      if (slot != slots.end())
+        return std::make_unique<VarRef>(slot->second);
+      return std::make_unique<Const>(double(symbols.lookup(e.name)));
+    }
+    case KExpr::Load: {
+      auto load = std::make_unique<Load>();
+      load->buffer = buffers.lookup(e.name);
+      load->bytesRead = &counters.bytesRead;
+      load->elementBytes = dtypeBytes(e.dtype);
+      load->indices = compileIndices(e.args);
+      if (laneSlot >= 0) {
+        LaneAccess access = classifyLaneAccess(e.args, kernel->findBuffer(e.name)->type,
+                                               laneVar, laneWidth);
+        load->laneSlot = laneSlot;
+        load->uniformInLane = access == LaneAccess::Uniform;
+        load->vectorWidth = access == LaneAccess::Contiguous ? laneWidth : 0;
+      }
+      return load;
+    }
+    case KExpr::Call: {
+      auto call = std::make_unique<Call>();
+      call->op = opTable().lookup(e.name);
+      call->dtype = e.args[0]->dtype;
+      call->resultDType = e.dtype;
+      call->a = compile(*e.args[0]);
+      if (e.args.size() > 1)
+        call->b = compile(*e.args[1]);
+      call->count = &counters.evaluations[e.name];
+      return call;
+    }
+    case KExpr::Cast: {
+      auto cast = std::make_unique<Cast>();
+      cast->a = compile(*e.args[0]);
+      cast->dtype = e.dtype;
+      return cast;
+    }
+    case KExpr::Select: {
+      auto select = std::make_unique<Select>();
+      select->cond = compile(*e.args[0]);
+      select->a = compile(*e.args[1]);
+      select->b = compile(*e.args[2]);
+      return select;
+    }
+    default: {
+      auto op = std::make_unique<IndexOp>();
+      op->kind = e.kind;
+      op->a = compile(*e.args[0]);
+      if (e.args.size() > 1)
+        op->b = compile(*e.args[1]);
+      op->shortCircuit =
+          (e.kind == KExpr::And || e.kind == KExpr::Or) && readsBuffer(*e.args[1]);
+      return op;
+    }
+    }
+  }
+};
+
+inline std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+inline int64_t resolveDim(const Dim &dim, const llvm::StringMap<int64_t> &symbols) {
+  return dim.isSymbolic() ? symbols.lookup(dim.symbol) : dim.size;
+}
+
+
+/// Runs a lowered kernel's launches (LoweredExec.cpp) on the buffers
+/// `compiler` holds; adds one launch per launch with a non-empty grid.
+void runLaunches(const Kernel &kernel, Compiler &compiler);
+
+} // namespace exec
+} // namespace fusec
+
+#endif

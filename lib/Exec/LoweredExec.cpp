@@ -1,0 +1,259 @@
+//===- LoweredExec.cpp - Running the loop-level form ----------------------===//
+//
+// A lowered kernel runs launch by launch, block by block. Within a block the
+// launch body's statements run in order: a `parallel` region runs its body
+// once per thread, serially (thread 0 to the last), so a barrier needs no
+// action — every thread has finished the previous phase when the next
+// begins; a shuffle reads every thread's source local first, then writes
+// every destination, with CUDA's lane rules (xor: lane ^ offset; down:
+// lane + offset, or the thread's own value past the warp's end). Shared
+// buffers and locals start each block as NaN, so a read before a write
+// shows up in the results instead of passing by accident.
+//
+// Counting follows the emitted code: global loads and stores count their
+// bytes, except that a load which does not depend on a vector loop's lane
+// is made once for the vector (counted at lane 0); a contiguous vector
+// access must be aligned to its width (checked at lane 0).
+//
+//===----------------------------------------------------------------------===//
+#include "ExecNodes.h"
+
+using namespace fusec;
+using namespace fusec::exec;
+
+namespace {
+
+struct Stmt {
+  virtual ~Stmt() = default;
+  virtual void exec(int64_t *vars) = 0;
+};
+using StmtPtr = std::unique_ptr<Stmt>;
+
+struct Sequence final : Stmt {
+  std::vector<StmtPtr> stmts;
+  void exec(int64_t *vars) override {
+    for (StmtPtr &stmt : stmts)
+      stmt->exec(vars);
+  }
+};
+
+struct ForLoop final : Stmt {
+  int slot;
+  NodePtr extent;
+  StmtPtr body;
+  void exec(int64_t *vars) override {
+    int64_t trips = wrapToInt64(extent->eval(vars));
+    for (int64_t i = 0; i < trips; ++i) {
+      vars[slot] = i;
+      body->exec(vars);
+    }
+  }
+};
+
+struct IfThen final : Stmt {
+  NodePtr cond;
+  StmtPtr then, otherwise;
+  void exec(int64_t *vars) override {
+    if (cond->eval(vars) != 0)
+      then->exec(vars);
+    else
+      otherwise->exec(vars);
+  }
+};
+
+struct StoreTo final : Stmt {
+  Buffer *buffer;
+  std::vector<IndexCalc> indices;
+  NodePtr value;
+  int64_t *bytesWritten;
+  int64_t elementBytes;
+  int laneSlot = -1;
+  bool uniformInLane = false;
+  int64_t vectorWidth = 0;
+  void exec(int64_t *vars) override {
+    double result = value->eval(vars);
+    int64_t offset = Load::elementOffset(*buffer, indices, vars);
+    if (vectorWidth && vars[laneSlot] == 0 && offset % vectorWidth != 0)
+      throw ExecError{"misaligned vector store to %" + buffer->name + " at element " +
+                      std::to_string(offset)};
+    buffer->data[offset] = roundTo(result, buffer->dtype);
+    if (buffer->global && !(uniformInLane && vars[laneSlot] != 0))
+      *bytesWritten += elementBytes;
+  }
+};
+
+struct ParallelRegion final : Stmt {
+  int threadSlot;
+  int64_t threads;
+  StmtPtr body;
+  void exec(int64_t *vars) override {
+    for (int64_t t = 0; t < threads; ++t) {
+      vars[threadSlot] = t;
+      body->exec(vars);
+    }
+  }
+};
+
+struct Shuffle final : Stmt {
+  Buffer *dst, *src;
+  int64_t dstOffset, srcOffset, offset, threads;
+  bool isXor;
+  std::vector<double> values;
+  void exec(int64_t *) override {
+    values.resize(threads);
+    for (int64_t t = 0; t < threads; ++t) {
+      int64_t lane = t % 32, warp = t - lane;
+      int64_t source = isXor ? (lane ^ offset) : (lane + offset < 32 ? lane + offset : lane);
+      values[t] = src->data[(warp + source) * src->threadStride + srcOffset];
+    }
+    for (int64_t t = 0; t < threads; ++t)
+      dst->data[t * dst->threadStride + dstOffset] = values[t];
+  }
+};
+
+struct Nothing final : Stmt {
+  void exec(int64_t *) override {}
+};
+
+class LaunchCompiler {
+public:
+  LaunchCompiler(const Kernel &kernel, Compiler &compiler) : kernel(kernel), compiler(compiler) {}
+
+  int newSlot(const std::string &var) {
+    int slot = slotCount++;
+    compiler.slots[var] = slot;
+    return slot;
+  }
+
+  StmtPtr compileList(const std::vector<LStmt> &stmts) {
+    auto sequence = std::make_unique<Sequence>();
+    for (const LStmt &stmt : stmts)
+      sequence->stmts.push_back(compileStmt(stmt));
+    return sequence;
+  }
+
+  StmtPtr compileStmt(const LStmt &stmt) {
+    switch (stmt.kind) {
+    case LStmt::Parallel: {
+      auto region = std::make_unique<ParallelRegion>();
+      region->threadSlot = threadSlot;
+      region->threads = threads;
+      region->body = compileList(stmt.body);
+      return region;
+    }
+    case LStmt::Barrier:
+      return std::make_unique<Nothing>();
+    case LStmt::Shuffle: {
+      auto shuffle = std::make_unique<Shuffle>();
+      shuffle->dst = compiler.buffers.lookup(stmt.buffer);
+      shuffle->src = compiler.buffers.lookup(stmt.value->name);
+      shuffle->dstOffset = constantOffset(*shuffle->dst, stmt.indices);
+      shuffle->srcOffset = constantOffset(*shuffle->src, stmt.value->args);
+      shuffle->offset = stmt.shuffleOffset;
+      shuffle->threads = threads;
+      shuffle->isXor = stmt.shuffleMode == "xor";
+      return shuffle;
+    }
+    case LStmt::For: {
+      auto loop = std::make_unique<ForLoop>();
+      loop->extent = compiler.compile(*stmt.extent);
+      loop->slot = newSlot(stmt.var);
+      bool vector = stmt.loopKind == LStmt::Vector;
+      if (vector) {
+        compiler.laneSlot = loop->slot;
+        compiler.laneVar = stmt.var;
+        compiler.laneWidth = stmt.extent->intValue;
+      }
+      loop->body = compileList(stmt.body);
+      if (vector)
+        compiler.laneSlot = -1;
+      return loop;
+    }
+    case LStmt::If: {
+      auto branch = std::make_unique<IfThen>();
+      branch->cond = compiler.compile(*stmt.cond);
+      branch->then = compileList(stmt.body);
+      branch->otherwise = compileList(stmt.elseBody);
+      return branch;
+    }
+    case LStmt::Store: {
+      auto store = std::make_unique<StoreTo>();
+      store->buffer = compiler.buffers.lookup(stmt.buffer);
+      store->indices = compiler.compileIndices(stmt.indices);
+      store->value = compiler.compile(*stmt.value);
+      store->bytesWritten = &compiler.counters.bytesWritten;
+      store->elementBytes = dtypeBytes(store->buffer->dtype);
+      if (compiler.laneSlot >= 0) {
+        LaneAccess access = classifyLaneAccess(
+            stmt.indices, kernel.findBuffer(stmt.buffer)->type, compiler.laneVar,
+            compiler.laneWidth);
+        store->laneSlot = compiler.laneSlot;
+        store->uniformInLane = access == LaneAccess::Uniform;
+        store->vectorWidth = access == LaneAccess::Contiguous ? compiler.laneWidth : 0;
+      }
+      return store;
+    }
+    }
+    return std::make_unique<Nothing>();
+  }
+
+  static int64_t constantOffset(const Buffer &buffer, const std::vector<KExprPtr> &indices) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < indices.size(); ++d)
+      offset += indices[d]->intValue * buffer.strides[d];
+    return offset;
+  }
+
+  const Kernel &kernel;
+  Compiler &compiler;
+  int slotCount = 0, threadSlot = 0;
+  int64_t threads = 1;
+};
+
+} // namespace
+
+void exec::runLaunches(const Kernel &kernel, Compiler &compiler) {
+  compiler.kernel = &kernel;
+  for (const LLaunch &launch : kernel.launches) {
+    compiler.slots.clear();
+    LaunchCompiler launchCompiler(kernel, compiler);
+    NodePtr gridSize = compiler.compile(*launch.gridSize);
+    int blockSlot = launchCompiler.newSlot(launch.blockVar);
+    launchCompiler.threadSlot = launchCompiler.newSlot(launch.threadVar);
+    launchCompiler.threads = launch.threads;
+    std::vector<std::unique_ptr<Buffer>> scratch;
+    for (const KBuffer &declared : launch.buffers) {
+      auto buffer = std::make_unique<Buffer>();
+      buffer->name = declared.name;
+      for (const Dim &dim : declared.type.getShape())
+        buffer->shape.push_back(dim.size);
+      buffer->strides = stridesOf(buffer->shape);
+      buffer->dtype = declared.type.getDType();
+      int64_t size = 1;
+      for (int64_t dim : buffer->shape)
+        size *= dim;
+      if (declared.role == KBuffer::Local) {
+        buffer->threadSlot = launchCompiler.threadSlot;
+        buffer->threadStride = size;
+        size *= launch.threads;
+      }
+      buffer->data.assign(size, NAN);
+      compiler.buffers[declared.name] = buffer.get();
+      scratch.push_back(std::move(buffer));
+    }
+    StmtPtr body = launchCompiler.compileList(launch.body);
+    std::vector<int64_t> vars(launchCompiler.slotCount + 1, 0);
+    int64_t blocks = wrapToInt64(gridSize->eval(vars.data()));
+    if (blocks <= 0)
+      continue;
+    ++compiler.counters.launches;
+    for (int64_t block = 0; block < blocks; ++block) {
+      vars[blockSlot] = block;
+      for (auto &buffer : scratch)
+        std::fill(buffer->data.begin(), buffer->data.end(), NAN);
+      body->exec(vars.data());
+    }
+    for (auto &buffer : scratch)
+      compiler.buffers.erase(buffer->name);
+  }
+}

@@ -1,0 +1,148 @@
+//===- Schedule.cpp - Printing and checking kernel schedules --------------===//
+//
+// A schedule is printed after the stages of its kernel:
+//
+//   schedule "reduction" {
+//     %m: compute_at(%out, block)
+//     %e: inline
+//     %out: rows(threads = 256, vector = 1, inner = 1)
+//   }
+//
+// One line per stage, in stage order. An output is always a root with a
+// mapping; an internal root is written `materialize <mapping>` (it gets a
+// global buffer and its own launch).
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/IR/Kernel.h"
+
+#include "llvm/ADT/StringSet.h"
+
+using namespace fusec;
+
+const StageSchedule *KSchedule::find(llvm::StringRef stage) const {
+  for (const StageSchedule &entry : stages)
+    if (entry.stage == stage)
+      return &entry;
+  return nullptr;
+}
+
+static std::string printMapping(const StageMapping &mapping) {
+  std::string text = mapping.kind == StageMapping::Flat ? "flat" : "rows";
+  text += "(threads = " + std::to_string(mapping.threads) +
+          ", vector = " + std::to_string(mapping.vector);
+  if (mapping.kind == StageMapping::Rows)
+    text += ", inner = " + std::to_string(mapping.inner);
+  return text + ")";
+}
+
+std::string fusec::printSchedule(const Kernel &kernel) {
+  const KSchedule &schedule = kernel.schedule;
+  std::string text = "  schedule \"" + schedule.rule + "\" {\n";
+  for (const StageSchedule &entry : schedule.stages) {
+    text += "    %" + entry.stage + ": ";
+    switch (entry.placement) {
+    case StageSchedule::Inline:
+      text += "inline";
+      break;
+    case StageSchedule::ComputeAt:
+      text += "compute_at(%" + entry.consumer + ", " +
+              (entry.level == StageSchedule::Block ? "block" : "thread") + ")";
+      break;
+    case StageSchedule::Root:
+      if (const KBuffer *buffer = kernel.findBuffer(entry.stage))
+        if (buffer->role == KBuffer::Internal)
+          text += "materialize ";
+      text += printMapping(entry.mapping);
+      break;
+    }
+    text += "\n";
+  }
+  return text + "  }\n";
+}
+
+namespace {
+class ScheduleVerifier {
+public:
+  ScheduleVerifier(const Kernel &kernel, DiagEngine &diag, llvm::StringRef context)
+      : kernel(kernel), diag(diag), context(context.str()) {}
+
+  bool error(llvm::SMLoc loc, const llvm::Twine &message) {
+    std::string prefix = context.empty() ? "" : "IR verification failed " + context + ": ";
+    diag.error(loc.isValid() ? loc : kernel.loc,
+               prefix + "in the schedule of kernel '@" + kernel.name + "': " + message);
+    return false;
+  }
+
+  bool verify() {
+    const KSchedule &schedule = kernel.schedule;
+    if (schedule.stages.size() != kernel.stages.size())
+      return error(kernel.loc, "the schedule has " + std::to_string(schedule.stages.size()) +
+                                   " entries but the kernel has " +
+                                   std::to_string(kernel.stages.size()) + " stages");
+    for (size_t i = 0; i < kernel.stages.size(); ++i) {
+      const StageSchedule &entry = schedule.stages[i];
+      const KStage &stage = kernel.stages[i];
+      if (entry.stage != stage.buffer)
+        return error(entry.loc, "entry " + std::to_string(i + 1) + " names '%" + entry.stage +
+                                    "' but stage " + std::to_string(i + 1) + " writes '%" +
+                                    stage.buffer + "'; list the stages in order");
+      const KBuffer *buffer = kernel.findBuffer(stage.buffer);
+      bool output = buffer && buffer->role == KBuffer::Output;
+      switch (entry.placement) {
+      case StageSchedule::Inline:
+        if (output)
+          return error(entry.loc, "output '%" + entry.stage + "' cannot be inlined");
+        if (stage.isReduction())
+          return error(entry.loc, "reduction '%" + entry.stage +
+                                      "' cannot be inlined; compute it at a consumer "
+                                      "or materialize it");
+        break;
+      case StageSchedule::ComputeAt: {
+        if (output)
+          return error(entry.loc, "output '%" + entry.stage + "' must be a root stage");
+        if (entry.level == StageSchedule::Thread && !stage.isReduction())
+          return error(entry.loc, "compute_at(..., thread) is for reductions; "
+                                  "inline the spatial stage '%" + entry.stage + "'");
+        bool later = false;
+        for (size_t j = i + 1; j < kernel.stages.size(); ++j)
+          later |= kernel.stages[j].buffer == entry.consumer;
+        if (!later)
+          return error(entry.loc, "compute_at target '%" + entry.consumer +
+                                      "' is not a later stage of the kernel");
+        break;
+      }
+      case StageSchedule::Root: {
+        const StageMapping &mapping = entry.mapping;
+        if (mapping.threads < 1 || mapping.threads > 1024)
+          return error(entry.loc, "threads must be in [1, 1024]");
+        if (mapping.vector < 1 || mapping.vector > 16 ||
+            (mapping.vector & (mapping.vector - 1)) != 0)
+          return error(entry.loc, "vector must be a power of two up to 16");
+        if (mapping.kind == StageMapping::Rows) {
+          int64_t rank = buffer ? buffer->type.getRank() : 0;
+          if (mapping.inner < 0 || mapping.inner > rank)
+            return error(entry.loc, "inner must be in [0, " + std::to_string(rank) + "]");
+          if (stage.isReduction() && mapping.inner != 0)
+            return error(entry.loc, "a reduction's rows mapping has inner = 0");
+          if (stage.isReduction() && mapping.threads % 32 != 0)
+            return error(entry.loc, "a block reduction needs whole warps (threads a "
+                                    "multiple of 32)");
+        }
+        break;
+      }
+      }
+    }
+    return true;
+  }
+
+private:
+  const Kernel &kernel;
+  DiagEngine &diag;
+  std::string context;
+};
+} // namespace
+
+bool fusec::verifySchedule(const Kernel &kernel, DiagEngine &diag,
+                           llvm::StringRef context) {
+  return ScheduleVerifier(kernel, diag, context).verify();
+}

@@ -1,0 +1,317 @@
+//===- ParseLowered.cpp - Kernel schedules and the loop-level form --------===//
+//
+//   schedule ::= 'schedule' string '{' entry* '}'
+//   entry    ::= %stage ':' ( 'inline'
+//                           | 'compute_at' '(' %consumer ',' ('block'|'thread') ')'
+//                           | 'materialize'? mapping )
+//   mapping  ::= ('flat'|'rows') '(' (key '=' int),* ')'   keys: threads, vector, inner
+//   launch   ::= 'launch' 'grid' '(' var ':' index ')' 'block' '(' var ':' int ')'
+//                '{' (('shared'|'local') %name ':' type)* block-stmt* '}'
+//   block-stmt ::= 'parallel' '{' thread-stmt* '}' | 'barrier'
+//                | %dst '[' index,* ']' '=' ('shfl_xor'|'shfl_down') '(' load ',' int ')'
+//   thread-stmt ::= 'for' var 'in' ('serial'|'unroll'|'vector') '(' index ')' '{' thread-stmt* '}'
+//                 | 'if' index '{' thread-stmt* '}' ('else' '{' thread-stmt* '}')?
+//                 | %buf '[' index,* ']' '=' expr
+//
+// The structure (what may appear where) is checked here; names, dtypes and
+// scopes by the kernel verifier afterwards.
+//
+//===----------------------------------------------------------------------===//
+#include "ParserImpl.h"
+
+using namespace fusec;
+using fusec::detail::Parser;
+
+bool Parser::parseInt(int64_t &value, llvm::StringRef what) {
+  if (!token.is(Token::Integer))
+    return error("expected " + what + ", found " + describeToken());
+  value = token.intValue;
+  consume();
+  return true;
+}
+
+bool Parser::parseLoopVar(std::string &name) {
+  if (!token.is(Token::BareIdent) || token.spelling.contains('.'))
+    return error("expected a loop variable name, found " + describeToken());
+  name = token.spelling.str();
+  consume();
+  return true;
+}
+
+Parser::MutableExpr Parser::parseIndexExpr() {
+  untypedLiterals.clear();
+  llvm::SMLoc loc = token.getLoc();
+  MutableExpr e = parseKExpr(ExprContext::Index);
+  if (!e || !resolveDTypes(*e, std::nullopt, loc))
+    return nullptr;
+  return e;
+}
+
+bool Parser::parseMapping(StageMapping &mapping) {
+  if (token.isKeyword("flat"))
+    mapping.kind = StageMapping::Flat;
+  else if (token.isKeyword("rows"))
+    mapping.kind = StageMapping::Rows;
+  else
+    return error("expected a mapping ('flat(...)' or 'rows(...)'), found " + describeToken());
+  consume();
+  if (!expect(Token::LParen, "'(' and the mapping's parameters"))
+    return false;
+  return parseCommaList(Token::RParen, ")", "a parameter", "the mapping", [&] {
+    if (!token.is(Token::BareIdent))
+      return error("expected a mapping parameter (threads, vector, inner), found " +
+                   describeToken());
+    std::string key = token.spelling.str();
+    llvm::SMLoc keyLoc = token.getLoc();
+    consume();
+    int64_t value = 0;
+    if (!expect(Token::Equal, "'='") || !parseInt(value, "an integer"))
+      return false;
+    if (key == "threads")
+      mapping.threads = value;
+    else if (key == "vector")
+      mapping.vector = value;
+    else if (key == "inner" && mapping.kind == StageMapping::Rows)
+      mapping.inner = value;
+    else
+      return errorAt(keyLoc, "unknown parameter '" + key + "' of a " +
+                                 (mapping.kind == StageMapping::Flat ? "flat" : "rows") +
+                                 " mapping");
+    return true;
+  });
+}
+
+bool Parser::parseScheduleEntry(Kernel &kernel) {
+  StageSchedule entry;
+  entry.loc = token.getLoc();
+  entry.stage = token.stringValue;
+  const KBuffer *buffer = kernel.findBuffer(entry.stage);
+  if (!buffer || buffer->role == KBuffer::Input)
+    return error("'%" + entry.stage + "' is not a buffer a stage writes");
+  consume();
+  if (!expect(Token::Colon, "':' and the stage's placement"))
+    return false;
+  if (token.isKeyword("inline")) {
+    consume();
+    entry.placement = StageSchedule::Inline;
+  } else if (token.isKeyword("compute_at")) {
+    consume();
+    entry.placement = StageSchedule::ComputeAt;
+    if (!expect(Token::LParen, "'(' after 'compute_at'"))
+      return false;
+    if (!token.is(Token::LocalName))
+      return error("expected the consumer stage, e.g. '%out', found " + describeToken());
+    entry.consumer = token.stringValue;
+    consume();
+    if (!expect(Token::Comma, "',' and the level (block or thread)"))
+      return false;
+    if (token.isKeyword("block"))
+      entry.level = StageSchedule::Block;
+    else if (token.isKeyword("thread"))
+      entry.level = StageSchedule::Thread;
+    else
+      return error("expected 'block' or 'thread', found " + describeToken());
+    consume();
+    if (!expect(Token::RParen, "')'"))
+      return false;
+  } else {
+    bool materialize = token.isKeyword("materialize");
+    if (materialize) {
+      if (buffer->role == KBuffer::Output)
+        return error("an output is always in global memory; write its mapping "
+                     "without 'materialize'");
+      consume();
+    } else if (buffer->role == KBuffer::Internal &&
+               (token.isKeyword("flat") || token.isKeyword("rows"))) {
+      return error("an internal root stage is written 'materialize " +
+                   token.spelling.str() + "(...)'");
+    }
+    entry.placement = StageSchedule::Root;
+    if (!parseMapping(entry.mapping))
+      return false;
+  }
+  kernel.schedule.stages.push_back(std::move(entry));
+  return true;
+}
+
+bool Parser::parseSchedule(Kernel &kernel) {
+  consume(); // 'schedule'
+  if (!token.is(Token::String))
+    return error("expected the schedule's rule name as a string, found " + describeToken());
+  kernel.schedule.rule = token.stringValue;
+  consume();
+  if (!expect(Token::LBrace, "'{' to begin the schedule"))
+    return false;
+  while (token.is(Token::LocalName))
+    if (!parseScheduleEntry(kernel))
+      return false;
+  return expect(Token::RBrace, "a stage entry or '}' to end the schedule");
+}
+
+bool Parser::parseStore(LStmt &stmt, bool blockLevel) {
+  stmt.loc = token.getLoc();
+  stmt.buffer = token.stringValue;
+  const KBuffer *buffer = currentKernel->findBuffer(stmt.buffer);
+  if (!buffer)
+    return error("store to unknown buffer '%" + stmt.buffer + "'");
+  consume();
+  if (!expect(Token::LSquare, "'[' and the indices"))
+    return false;
+  while (!token.is(Token::RSquare)) {
+    MutableExpr index = parseIndexExpr();
+    if (!index)
+      return false;
+    stmt.indices.push_back(index);
+    if (token.is(Token::Comma))
+      consume();
+    else if (!token.is(Token::RSquare))
+      return error("expected ',' or ']' in the indices, found " + describeToken());
+  }
+  consume();
+  if (!expect(Token::Equal, "'='"))
+    return false;
+  bool shuffle = token.isKeyword("shfl_xor") || token.isKeyword("shfl_down");
+  if (shuffle != blockLevel)
+    return error(blockLevel ? "a launch body holds 'parallel', 'barrier' and shuffles; "
+                              "put stores in a 'parallel' region"
+                            : "shuffles belong to the launch body, outside 'parallel'");
+  untypedLiterals.clear();
+  llvm::SMLoc valueLoc = token.getLoc();
+  if (shuffle) {
+    stmt.kind = LStmt::Shuffle;
+    stmt.shuffleMode = token.spelling.drop_front(5).str();
+    consume();
+    if (!expect(Token::LParen, "'('"))
+      return false;
+    if (!token.is(Token::LocalName))
+      return error("expected the shuffled local buffer, found " + describeToken());
+    MutableExpr source = parseKPrimary(ExprContext::Value);
+    if (!source || !expect(Token::Comma, "',' and the lane offset") ||
+        !parseInt(stmt.shuffleOffset, "the lane offset") || !expect(Token::RParen, "')'"))
+      return false;
+    stmt.value = source;
+    return true;
+  }
+  stmt.kind = LStmt::Store;
+  MutableExpr value = parseKExpr(ExprContext::Value);
+  if (!value || !resolveDTypes(*value, buffer->type.getDType(), valueLoc))
+    return false;
+  stmt.value = value;
+  return true;
+}
+
+bool Parser::parseStmtBlock(std::vector<LStmt> &out, bool blockLevel, LLaunch *launch) {
+  if (!expect(Token::LBrace, "'{'"))
+    return false;
+  if (!enterNesting())
+    return false;
+  while (!token.is(Token::RBrace) && !token.is(Token::Eof)) {
+    if (blockLevel ? !parseBlockStmt(*launch, out) : !parseThreadStmt(out))
+      return false;
+  }
+  --nestingDepth;
+  return expect(Token::RBrace, "'}'");
+}
+
+bool Parser::parseThreadStmt(std::vector<LStmt> &out) {
+  LStmt stmt;
+  stmt.loc = token.getLoc();
+  if (token.isKeyword("for")) {
+    consume();
+    stmt.kind = LStmt::For;
+    if (!parseLoopVar(stmt.var) || !expectKeyword("in"))
+      return false;
+    if (token.isKeyword("serial"))
+      stmt.loopKind = LStmt::Serial;
+    else if (token.isKeyword("unroll"))
+      stmt.loopKind = LStmt::Unroll;
+    else if (token.isKeyword("vector"))
+      stmt.loopKind = LStmt::Vector;
+    else
+      return error("expected 'serial', 'unroll' or 'vector', found " + describeToken());
+    consume();
+    if (!expect(Token::LParen, "'(' and the loop extent") || !(stmt.extent = parseIndexExpr()) ||
+        !expect(Token::RParen, "')'"))
+      return false;
+    if (!parseStmtBlock(stmt.body, false, nullptr))
+      return false;
+  } else if (token.isKeyword("if")) {
+    consume();
+    stmt.kind = LStmt::If;
+    if (!(stmt.cond = parseIndexExpr()) || !parseStmtBlock(stmt.body, false, nullptr))
+      return false;
+    if (token.isKeyword("else")) {
+      consume();
+      if (!parseStmtBlock(stmt.elseBody, false, nullptr))
+        return false;
+    }
+  } else if (token.is(Token::LocalName)) {
+    if (!parseStore(stmt, false))
+      return false;
+  } else if (token.isKeyword("parallel") || token.isKeyword("barrier")) {
+    return error("'" + token.spelling.str() + "' belongs to the launch body, not inside "
+                 "a parallel region");
+  } else {
+    return error("expected 'for', 'if' or a store, found " + describeToken());
+  }
+  out.push_back(std::move(stmt));
+  return true;
+}
+
+bool Parser::parseBlockStmt(LLaunch &launch, std::vector<LStmt> &out) {
+  LStmt stmt;
+  stmt.loc = token.getLoc();
+  if (token.isKeyword("parallel")) {
+    consume();
+    stmt.kind = LStmt::Parallel;
+    if (!parseStmtBlock(stmt.body, false, nullptr))
+      return false;
+  } else if (token.isKeyword("barrier")) {
+    consume();
+    stmt.kind = LStmt::Barrier;
+  } else if (token.is(Token::LocalName)) {
+    if (!parseStore(stmt, true))
+      return false;
+  } else if (token.isKeyword("shared") || token.isKeyword("local")) {
+    return error("declare shared and local buffers at the top of the launch");
+  } else {
+    return error("expected 'parallel', 'barrier' or a shuffle, found " + describeToken());
+  }
+  (void)launch;
+  out.push_back(std::move(stmt));
+  return true;
+}
+
+bool Parser::parseLaunch(Kernel &kernel) {
+  kernel.launches.emplace_back();
+  LLaunch &launch = kernel.launches.back();
+  launch.loc = token.getLoc();
+  consume(); // 'launch'
+  if (!expectKeyword("grid") || !expect(Token::LParen, "'('") ||
+      !parseLoopVar(launch.blockVar) || !expect(Token::Colon, "':' and the number of blocks") ||
+      !(launch.gridSize = parseIndexExpr()) || !expect(Token::RParen, "')'"))
+    return false;
+  if (!expectKeyword("block") || !expect(Token::LParen, "'('") ||
+      !parseLoopVar(launch.threadVar) ||
+      !expect(Token::Colon, "':' and the number of threads per block") ||
+      !parseInt(launch.threads, "the number of threads per block (an integer)") ||
+      !expect(Token::RParen, "')'") || !expect(Token::LBrace, "'{' to begin the launch"))
+    return false;
+  while (token.isKeyword("shared") || token.isKeyword("local")) {
+    KBuffer buffer;
+    buffer.role = token.isKeyword("shared") ? KBuffer::Shared : KBuffer::Local;
+    consume();
+    if (!token.is(Token::LocalName))
+      return error("expected a buffer name, found " + describeToken());
+    buffer.name = token.stringValue;
+    buffer.loc = token.getLoc();
+    consume();
+    if (!expect(Token::Colon, "':' and the buffer type") || !parseType(buffer.type))
+      return false;
+    launch.buffers.push_back(std::move(buffer));
+  }
+  while (!token.is(Token::RBrace) && !token.is(Token::Eof))
+    if (!parseBlockStmt(launch, launch.body))
+      return false;
+  return expect(Token::RBrace, "'}' to end the launch");
+}

@@ -1,0 +1,585 @@
+//===- LowerKernel.cpp - One scheduled kernel to launches -----------------===//
+//
+// The mechanics of `lower` (Lower.cpp drives it over a module):
+//   1. Inline: each stage's body gets the bodies of the inline stages it
+//      reads substituted in (earlier stages first, so chains collapse).
+//   2. Each root stage becomes one launch, in stage order; the stages
+//      computed at it at block level are emitted first in the same launch
+//      (into shared memory, a barrier after each); thread-level reductions
+//      are expanded where they are read, into locals.
+//   3. Flat mapping: the flat output index is split into block, thread and
+//      vector lane; coordinates come back by floordiv/mod; a guard is
+//      emitted unless the total is a static multiple of a block's elements.
+//      Rows mapping: one block per row; a reduction is a strided partial
+//      per thread, a shuffle butterfly per warp, shared partials across
+//      warps combined by thread 0; a spatial stage's threads stride over
+//      the row's inner elements.
+//   4. The kernel keeps its buffers; internal buffers that are not roots
+//      disappear (they now live in shared memory, locals or expressions).
+//
+// Schedules are user-writable, so every condition a mapping needs is
+// checked here and reported at the schedule entry.
+//
+//===----------------------------------------------------------------------===//
+#include "LowerKernel.h"
+
+#include <set>
+
+using namespace fusec;
+
+namespace {
+
+KExprPtr dimExpr(const Dim &dim) {
+  return dim.isSymbolic() ? KExpr::var(dim.symbol) : KExpr::intConst(dim.size);
+}
+KExprPtr add(KExprPtr a, KExprPtr b) { return foldIndex(KExpr::Add, a, b); }
+KExprPtr mul(KExprPtr a, KExprPtr b) { return foldIndex(KExpr::Mul, a, b); }
+KExprPtr cnst(int64_t v) { return KExpr::intConst(v); }
+KExprPtr ceilDiv(KExprPtr a, int64_t b) {
+  return foldIndex(KExpr::FloorDiv, add(a, cnst(b - 1)), cnst(b));
+}
+KExprPtr product(const std::vector<KExprPtr> &extents) {
+  KExprPtr total = cnst(1);
+  for (const KExprPtr &extent : extents)
+    total = mul(total, extent);
+  return total;
+}
+
+/// Row-major coordinates of `flat` in `extents`.
+std::vector<KExprPtr> coordinatesOf(const KExprPtr &flat, const std::vector<KExprPtr> &extents) {
+  std::vector<KExprPtr> coords(extents.size());
+  KExprPtr stride = cnst(1);
+  for (size_t d = extents.size(); d-- > 0;) {
+    KExprPtr scaled = foldIndex(KExpr::FloorDiv, flat, stride);
+    coords[d] = d == 0 ? scaled : foldIndex(KExpr::Mod, scaled, extents[d]);
+    stride = mul(stride, extents[d]);
+  }
+  return coords;
+}
+
+LStmt store(const std::string &buffer, std::vector<KExprPtr> indices, KExprPtr value) {
+  LStmt stmt;
+  stmt.kind = LStmt::Store;
+  stmt.buffer = buffer;
+  stmt.indices = std::move(indices);
+  stmt.value = std::move(value);
+  return stmt;
+}
+LStmt loop(LStmt::LoopKind kind, const std::string &var, KExprPtr extent,
+           std::vector<LStmt> body) {
+  LStmt stmt;
+  stmt.kind = LStmt::For;
+  stmt.loopKind = kind;
+  stmt.var = var;
+  stmt.extent = std::move(extent);
+  stmt.body = std::move(body);
+  return stmt;
+}
+std::vector<LStmt> guarded(KExprPtr cond, std::vector<LStmt> body) {
+  if (!cond)
+    return body;
+  LStmt stmt;
+  stmt.kind = LStmt::If;
+  stmt.cond = std::move(cond);
+  stmt.body = std::move(body);
+  std::vector<LStmt> out;
+  out.push_back(std::move(stmt));
+  return out;
+}
+LStmt blockStmt(LStmt::Kind kind, std::vector<LStmt> body = {}) {
+  LStmt stmt;
+  stmt.kind = kind;
+  stmt.body = std::move(body);
+  return stmt;
+}
+KExprPtr lt(KExprPtr a, KExprPtr b) { return KExpr::binary(KExpr::Lt, a, b); }
+KExprPtr castTo(KExprPtr value, DType dtype) {
+  return value->dtype == dtype ? value : KExpr::cast(value, dtype);
+}
+
+class KernelLowering {
+public:
+  KernelLowering(Kernel &kernel, DiagEngine &diag) : kernel(kernel), diag(diag) {}
+  bool run();
+
+private:
+  bool error(llvm::SMLoc loc, const llvm::Twine &message) {
+    diag.error(loc.isValid() ? loc : kernel.loc,
+               "cannot lower kernel '@" + kernel.name + "': " + message);
+    return false;
+  }
+  const StageSchedule &scheduleOf(const std::string &stage) {
+    return *kernel.schedule.find(stage);
+  }
+  const KStage *stageOf(llvm::StringRef buffer) {
+    for (const KStage &stage : stages)
+      if (stage.buffer == buffer)
+        return &stage;
+    return nullptr;
+  }
+  std::vector<KExprPtr> extentsOf(const std::string &buffer) {
+    std::vector<KExprPtr> extents;
+    for (const Dim &dim : kernel.findBuffer(buffer)->type.getShape())
+      extents.push_back(dimExpr(dim));
+    return extents;
+  }
+  /// The root stage a block-level stage is computed in (following chains).
+  const std::string &rootOf(const std::string &stage) {
+    const StageSchedule *entry = &scheduleOf(stage);
+    while (entry->placement == StageSchedule::ComputeAt)
+      entry = &scheduleOf(entry->consumer);
+    return entry->stage;
+  }
+
+  // Names, fresh within the kernel (buffers) and the launch (variables).
+  std::string freshVar(const std::string &base);
+  std::string freshBuffer(const std::string &base);
+  std::string addBuffer(const std::string &base, KBuffer::Role role, DType dtype,
+                        int64_t size);
+
+  bool lowerRoot(const KStage &root);
+  bool emitFlat(const KStage &stage, const StageMapping &mapping);
+  bool emitRows(const KStage &stage, const StageMapping &mapping);
+  /// A reduction computed by the whole block for the row at `rowCoords`.
+  bool emitBlockReduction(const KStage &stage, const std::vector<KExprPtr> &rowCoords,
+                          const std::string &target, std::vector<KExprPtr> targetIndices);
+  /// A spatial stage whose threads stride over the inner extents of a row.
+  bool emitStrided(const KStage &stage, const std::vector<KExprPtr> &rowCoords,
+                   int64_t vector, bool toShared);
+  /// A reduction folded serially by one thread into a fresh local; the
+  /// statements go to `out`; returns the local's name.
+  std::string emitSerialReduction(const KStage &stage, std::map<std::string, KExprPtr> bindings,
+                                  std::vector<LStmt> &out, bool &ok);
+  /// `stage`'s body (in its variables) with block-level producers read from
+  /// shared memory, `bindings` substituted and thread-level reductions
+  /// expanded into `pre`.
+  KExprPtr lowerValue(const KStage &stage, const std::map<std::string, KExprPtr> &bindings,
+                      std::vector<LStmt> &pre, bool &ok);
+  KExprPtr combine(const KStage &stage, const std::string &acc, KExprPtr value) {
+    return KExpr::call(stage.combiner, {KExpr::load(acc, {cnst(0)}, stage.accumulate),
+                                        castTo(value, stage.accumulate)},
+                       stage.accumulate);
+  }
+
+  Kernel &kernel;
+  DiagEngine &diag;
+  std::vector<KStage> stages; // bodies with inline stages substituted
+  std::set<std::string> usedVars, usedBuffers;
+  std::map<std::string, std::string> sharedOf; // block-level stage -> shared buffer
+  std::map<std::string, int64_t> rowRankOf;    // block-level stage -> rows it shares
+  LLaunch *launch = nullptr;
+};
+
+std::string KernelLowering::freshVar(const std::string &base) {
+  std::string name = base;
+  for (int suffix = 1; usedVars.count(name); ++suffix)
+    name = base + "_" + std::to_string(suffix);
+  usedVars.insert(name);
+  return name;
+}
+
+std::string KernelLowering::freshBuffer(const std::string &base) {
+  std::string name = base;
+  for (int suffix = 1; usedBuffers.count(name); ++suffix)
+    name = base + "_" + std::to_string(suffix);
+  usedBuffers.insert(name);
+  return name;
+}
+
+std::string KernelLowering::addBuffer(const std::string &base, KBuffer::Role role,
+                                      DType dtype, int64_t size) {
+  KBuffer buffer;
+  buffer.name = freshBuffer(base);
+  buffer.role = role;
+  buffer.type = Type::tensor(dtype, {Dim::of(size)});
+  launch->buffers.push_back(buffer);
+  return buffer.name;
+}
+
+KExprPtr KernelLowering::lowerValue(const KStage &stage,
+                                    const std::map<std::string, KExprPtr> &bindings,
+                                    std::vector<LStmt> &pre, bool &ok) {
+  // Block-level producers: the consumer reads its own row of them.
+  KExprPtr body = rewriteLoads(stage.body, [&](const KExpr &load,
+                                               const std::vector<KExprPtr> &indices) {
+    auto shared = sharedOf.find(load.name);
+    if (shared == sharedOf.end())
+      return KExprPtr();
+    int64_t rows = rowRankOf[load.name];
+    for (int64_t d = 0; d < rows; ++d)
+      if (indices[d]->kind != KExpr::Var || d >= int64_t(stage.spatialVars.size()) ||
+          indices[d]->name != stage.spatialVars[d]) {
+        ok = error(scheduleOf(load.name).loc,
+                   "'%" + stage.buffer + "' reads '%" + load.name +
+                       "' outside its own row, so it cannot be computed at block level");
+        return KExprPtr();
+      }
+    std::vector<KExprPtr> extents = extentsOf(load.name);
+    KExprPtr linear = cnst(0);
+    for (size_t d = rows; d < indices.size(); ++d)
+      linear = add(mul(linear, extents[d]), indices[d]);
+    return KExpr::load(shared->second, {linear}, load.dtype);
+  });
+  body = substituteVars(body, bindings);
+  // Thread-level reductions, once per distinct index tuple of this value.
+  std::map<std::string, std::string> computed;
+  return rewriteLoads(body, [&](const KExpr &load, const std::vector<KExprPtr> &indices) {
+    const StageSchedule *entry = kernel.schedule.find(load.name);
+    if (!entry || entry->placement != StageSchedule::ComputeAt ||
+        entry->level != StageSchedule::Thread)
+      return KExprPtr();
+    const KStage *producer = stageOf(load.name);
+    std::string key = load.name + "[";
+    for (const KExprPtr &index : indices)
+      key += printExpr(*index) + ",";
+    std::string &acc = computed[key];
+    if (acc.empty()) {
+      std::map<std::string, KExprPtr> producerBindings;
+      for (size_t d = 0; d < producer->spatialVars.size(); ++d)
+        producerBindings[producer->spatialVars[d]] = indices[d];
+      acc = emitSerialReduction(*producer, producerBindings, pre, ok);
+    }
+    return castTo(KExpr::load(acc, {cnst(0)}, producer->accumulate), load.dtype);
+  });
+}
+
+std::string KernelLowering::emitSerialReduction(const KStage &stage,
+                                                std::map<std::string, KExprPtr> bindings,
+                                                std::vector<LStmt> &out, bool &ok) {
+  std::string acc = addBuffer(stage.buffer + "_acc", KBuffer::Local, stage.accumulate, 1);
+  out.push_back(store(acc, {cnst(0)}, KExpr::literal(stage.init, stage.accumulate)));
+  std::vector<std::pair<std::string, KExprPtr>> loops;
+  for (const auto &[var, extent] : stage.reduceVars) {
+    std::string name = freshVar(var);
+    bindings[var] = KExpr::var(name);
+    loops.push_back({name, dimExpr(extent)});
+  }
+  std::vector<LStmt> inner;
+  KExprPtr value = lowerValue(stage, bindings, inner, ok);
+  inner.push_back(store(acc, {cnst(0)}, combine(stage, acc, value)));
+  for (size_t i = loops.size(); i-- > 0;) {
+    std::vector<LStmt> wrapped;
+    wrapped.push_back(loop(LStmt::Serial, loops[i].first, loops[i].second, std::move(inner)));
+    inner = std::move(wrapped);
+  }
+  for (LStmt &stmt : inner)
+    out.push_back(std::move(stmt));
+  return acc;
+}
+
+bool KernelLowering::emitFlat(const KStage &stage, const StageMapping &mapping) {
+  const StageSchedule &entry = scheduleOf(stage.buffer);
+  std::vector<KExprPtr> extents = extentsOf(stage.buffer);
+  int64_t threads = mapping.threads, vector = mapping.vector;
+  if (vector > 1) {
+    const Type &type = kernel.findBuffer(stage.buffer)->type;
+    if (stage.isReduction() || type.getRank() == 0 || type.getShape().back().isSymbolic() ||
+        type.getShape().back().size % vector != 0)
+      return error(entry.loc, "vector = " + std::to_string(vector) +
+                                  " needs a spatial stage whose last dim is a static "
+                                  "multiple of it");
+  }
+  KExprPtr total = product(extents);
+  launch->gridSize = ceilDiv(total, threads * vector);
+  launch->threads = threads;
+  KExprPtr bx = KExpr::var(launch->blockVar), tx = KExpr::var(launch->threadVar);
+  KExprPtr base = mul(add(mul(bx, cnst(threads)), tx), cnst(vector));
+  KExprPtr guard;
+  if (total->kind != KExpr::IntConst || total->intValue % (threads * vector) != 0)
+    guard = lt(base, total);
+  std::vector<KExprPtr> coords = coordinatesOf(base, extents);
+  std::vector<LStmt> body;
+  bool ok = true;
+  std::map<std::string, KExprPtr> bindings;
+  if (vector > 1) {
+    std::string lane = freshVar("v");
+    // Within a vector only the last coordinate moves (the last dim is a
+    // multiple of the width); a 1-d stage's coordinate is the flat index.
+    KExprPtr rowStart = coords.size() == 1 ? base : foldIndex(KExpr::Mod, base, extents.back());
+    coords.back() = add(rowStart, KExpr::var(lane));
+    for (size_t d = 0; d < coords.size(); ++d)
+      bindings[stage.spatialVars[d]] = coords[d];
+    std::vector<LStmt> pre;
+    KExprPtr value = lowerValue(stage, bindings, pre, ok);
+    if (!pre.empty())
+      return error(entry.loc, "a vector loop cannot hold the reductions '%" + stage.buffer +
+                                  "' computes per element; use vector = 1");
+    std::vector<LStmt> lanes;
+    lanes.push_back(store(stage.buffer, coords, value));
+    body.push_back(loop(LStmt::Vector, lane, cnst(vector), std::move(lanes)));
+  } else {
+    for (size_t d = 0; d < coords.size(); ++d)
+      bindings[stage.spatialVars[d]] = coords[d];
+    if (stage.isReduction()) {
+      std::string acc = emitSerialReduction(stage, bindings, body, ok);
+      body.push_back(store(stage.buffer, coords,
+                           castTo(KExpr::load(acc, {cnst(0)}, stage.accumulate),
+                                  kernel.findBuffer(stage.buffer)->type.getDType())));
+    } else {
+      KExprPtr value = lowerValue(stage, bindings, body, ok);
+      body.push_back(store(stage.buffer, coords, value));
+    }
+  }
+  launch->body.push_back(blockStmt(LStmt::Parallel, guarded(guard, std::move(body))));
+  return ok;
+}
+
+bool KernelLowering::emitBlockReduction(const KStage &stage,
+                                        const std::vector<KExprPtr> &rowCoords,
+                                        const std::string &target,
+                                        std::vector<KExprPtr> targetIndices) {
+  int64_t threads = launch->threads;
+  KExprPtr tx = KExpr::var(launch->threadVar);
+  std::vector<KExprPtr> reduceExtents;
+  for (const auto &[var, extent] : stage.reduceVars)
+    reduceExtents.push_back(dimExpr(extent));
+  KExprPtr total = product(reduceExtents);
+  std::string acc = addBuffer(stage.buffer + "_acc", KBuffer::Local, stage.accumulate, 1);
+  std::string peer = addBuffer(stage.buffer + "_peer", KBuffer::Local, stage.accumulate, 1);
+  // 1. Each thread folds every `threads`-th point of the row.
+  KExprPtr trips = ceilDiv(total, threads);
+  bool single = trips->kind == KExpr::IntConst && trips->intValue == 1;
+  std::string step = single ? "" : freshVar("k");
+  KExprPtr point = add(mul(single ? cnst(0) : KExpr::var(step), cnst(threads)), tx);
+  std::map<std::string, KExprPtr> bindings;
+  for (size_t d = 0; d < stage.spatialVars.size(); ++d)
+    bindings[stage.spatialVars[d]] = rowCoords[d];
+  std::vector<KExprPtr> reduceCoords = coordinatesOf(point, reduceExtents);
+  for (size_t d = 0; d < stage.reduceVars.size(); ++d)
+    bindings[stage.reduceVars[d].first] = reduceCoords[d];
+  bool ok = true;
+  std::vector<LStmt> fold;
+  KExprPtr value = lowerValue(stage, bindings, fold, ok);
+  fold.push_back(store(acc, {cnst(0)}, combine(stage, acc, value)));
+  bool exact = total->kind == KExpr::IntConst && total->intValue % threads == 0;
+  std::vector<LStmt> partial;
+  partial.push_back(store(acc, {cnst(0)}, KExpr::literal(stage.init, stage.accumulate)));
+  std::vector<LStmt> folds = guarded(exact ? nullptr : lt(point, total), std::move(fold));
+  if (single)
+    partial.insert(partial.end(), std::make_move_iterator(folds.begin()),
+                   std::make_move_iterator(folds.end()));
+  else
+    partial.push_back(loop(LStmt::Serial, step, trips, std::move(folds)));
+  launch->body.push_back(blockStmt(LStmt::Parallel, std::move(partial)));
+  // 2. A butterfly of shuffles leaves each warp's total in all its lanes.
+  for (int64_t offset = 16; offset >= 1; offset /= 2) {
+    LStmt shuffle;
+    shuffle.kind = LStmt::Shuffle;
+    shuffle.buffer = peer;
+    shuffle.indices = {cnst(0)};
+    shuffle.value = KExpr::load(acc, {cnst(0)}, stage.accumulate);
+    shuffle.shuffleMode = "xor";
+    shuffle.shuffleOffset = offset;
+    launch->body.push_back(std::move(shuffle));
+    std::vector<LStmt> step;
+    step.push_back(store(acc, {cnst(0)},
+                         combine(stage, acc, KExpr::load(peer, {cnst(0)}, stage.accumulate))));
+    launch->body.push_back(blockStmt(LStmt::Parallel, std::move(step)));
+  }
+  // 3. Across warps: lane 0 of each publishes, thread 0 folds and stores.
+  DType resultDType = kernel.findBuffer(stage.buffer)->type.getDType();
+  std::vector<LStmt> finish;
+  if (threads > 32) {
+    int64_t warps = threads / 32;
+    std::string partials =
+        addBuffer(stage.buffer + "_partial", KBuffer::Shared, stage.accumulate, warps);
+    std::vector<LStmt> publish;
+    publish.push_back(store(partials, {foldIndex(KExpr::FloorDiv, tx, cnst(32))},
+                            KExpr::load(acc, {cnst(0)}, stage.accumulate)));
+    launch->body.push_back(blockStmt(
+        LStmt::Parallel,
+        guarded(KExpr::binary(KExpr::Eq, foldIndex(KExpr::Mod, tx, cnst(32)), cnst(0)),
+                std::move(publish))));
+    launch->body.push_back(blockStmt(LStmt::Barrier));
+    finish.push_back(store(acc, {cnst(0)}, KExpr::load(partials, {cnst(0)}, stage.accumulate)));
+    if (warps == 2) {
+      finish.push_back(store(
+          acc, {cnst(0)},
+          combine(stage, acc, KExpr::load(partials, {cnst(1)}, stage.accumulate))));
+    } else {
+      std::string w = freshVar("w");
+      std::vector<LStmt> more;
+      more.push_back(store(acc, {cnst(0)},
+                           combine(stage, acc,
+                                   KExpr::load(partials, {add(KExpr::var(w), cnst(1))},
+                                               stage.accumulate))));
+      finish.push_back(loop(LStmt::Serial, w, cnst(warps - 1), std::move(more)));
+    }
+  }
+  finish.push_back(store(target, std::move(targetIndices),
+                         castTo(KExpr::load(acc, {cnst(0)}, stage.accumulate), resultDType)));
+  launch->body.push_back(blockStmt(
+      LStmt::Parallel, guarded(KExpr::binary(KExpr::Eq, tx, cnst(0)), std::move(finish))));
+  return ok;
+}
+
+bool KernelLowering::emitStrided(const KStage &stage, const std::vector<KExprPtr> &rowCoords,
+                                 int64_t vector, bool toShared) {
+  int64_t threads = launch->threads;
+  std::vector<KExprPtr> extents = extentsOf(stage.buffer);
+  std::vector<KExprPtr> innerExtents(extents.begin() + rowCoords.size(), extents.end());
+  KExprPtr innerTotal = product(innerExtents);
+  std::string target = stage.buffer;
+  if (toShared) {
+    if (innerTotal->kind != KExpr::IntConst || innerTotal->intValue > 12288)
+      return error(scheduleOf(stage.buffer).loc,
+                   "'%" + stage.buffer + "' needs a static row of at most 12288 elements "
+                   "to be computed at block level");
+    target = addBuffer(stage.buffer + "_shared", KBuffer::Shared,
+                       kernel.findBuffer(stage.buffer)->type.getDType(),
+                       std::max<int64_t>(innerTotal->intValue, 1));
+    sharedOf[stage.buffer] = target;
+    rowRankOf[stage.buffer] = int64_t(rowCoords.size());
+  }
+  int64_t perStep = threads * vector;
+  std::string step = freshVar("it");
+  KExprPtr stepTrips = ceilDiv(innerTotal, perStep);
+  bool single = stepTrips->kind == KExpr::IntConst && stepTrips->intValue == 1;
+  KExprPtr stepVar = single ? cnst(0) : KExpr::var(step);
+  KExprPtr element =
+      mul(add(mul(stepVar, cnst(threads)), KExpr::var(launch->threadVar)), cnst(vector));
+  bool exact = innerTotal->kind == KExpr::IntConst && innerTotal->intValue % perStep == 0;
+  std::vector<KExprPtr> innerCoords = coordinatesOf(element, innerExtents);
+  std::string lane;
+  KExprPtr flatIndex = element;
+  if (vector > 1) {
+    lane = freshVar("v");
+    KExprPtr rowStart = innerCoords.size() == 1
+                            ? element
+                            : foldIndex(KExpr::Mod, element, innerExtents.back());
+    innerCoords.back() = add(rowStart, KExpr::var(lane));
+    flatIndex = add(element, KExpr::var(lane));
+  }
+  std::map<std::string, KExprPtr> bindings;
+  std::vector<KExprPtr> coords = rowCoords;
+  coords.insert(coords.end(), innerCoords.begin(), innerCoords.end());
+  for (size_t d = 0; d < coords.size(); ++d)
+    bindings[stage.spatialVars[d]] = coords[d];
+  bool ok = true;
+  std::vector<LStmt> body;
+  KExprPtr value = lowerValue(stage, bindings, body, ok);
+  body.push_back(toShared ? store(target, {flatIndex}, value) : store(target, coords, value));
+  if (vector > 1) {
+    if (body.size() != 1)
+      return error(scheduleOf(stage.buffer).loc,
+                   "a vector loop cannot hold the reductions '%" + stage.buffer +
+                       "' computes per element; use vector = 1");
+    std::vector<LStmt> lanes = std::move(body);
+    body.clear();
+    body.push_back(loop(LStmt::Vector, lane, cnst(vector), std::move(lanes)));
+  }
+  body = guarded(exact ? nullptr : lt(element, innerTotal), std::move(body));
+  if (!single) {
+    std::vector<LStmt> looped;
+    looped.push_back(loop(LStmt::Serial, step, stepTrips, std::move(body)));
+    body = std::move(looped);
+  }
+  launch->body.push_back(blockStmt(LStmt::Parallel, std::move(body)));
+  return ok;
+}
+
+bool KernelLowering::emitRows(const KStage &root, const StageMapping &mapping) {
+  const Type &rootType = kernel.findBuffer(root.buffer)->type;
+  int64_t rows = rootType.getRank() - mapping.inner;
+  std::vector<Dim> rowDims(rootType.getShape().begin(), rootType.getShape().begin() + rows);
+  std::vector<KExprPtr> rowExtents;
+  for (const Dim &dim : rowDims)
+    rowExtents.push_back(dimExpr(dim));
+  launch->gridSize = product(rowExtents);
+  launch->threads = mapping.threads;
+  std::vector<KExprPtr> rowCoords =
+      coordinatesOf(KExpr::var(launch->blockVar), rowExtents);
+  for (const KStage &stage : stages) {
+    const StageSchedule &entry = scheduleOf(stage.buffer);
+    if (entry.placement != StageSchedule::ComputeAt || entry.level != StageSchedule::Block ||
+        rootOf(stage.buffer) != root.buffer)
+      continue;
+    const Type &type = kernel.findBuffer(stage.buffer)->type;
+    bool sameRows = type.getRank() >= rows;
+    for (int64_t d = 0; sameRows && d < rows; ++d)
+      sameRows = type.getShape()[d] == rowDims[d];
+    if (!sameRows || (stage.isReduction() && type.getRank() != rows))
+      return error(entry.loc, "'%" + stage.buffer + "' does not have the rows of '%" +
+                                  root.buffer + "' (" + std::to_string(rows) +
+                                  " leading dims), so it cannot be computed at its block");
+    if (stage.isReduction()) {
+      std::string shared = addBuffer(stage.buffer + "_shared", KBuffer::Shared,
+                                     type.getDType(), 1);
+      if (!emitBlockReduction(stage, rowCoords, shared, {cnst(0)}))
+        return false;
+      sharedOf[stage.buffer] = shared;
+      rowRankOf[stage.buffer] = rows;
+    } else if (!emitStrided(stage, rowCoords, 1, /*toShared=*/true)) {
+      return false;
+    }
+    launch->body.push_back(blockStmt(LStmt::Barrier));
+  }
+  if (root.isReduction())
+    return emitBlockReduction(root, rowCoords, root.buffer, rowCoords);
+  return emitStrided(root, rowCoords, mapping.vector, /*toShared=*/false);
+}
+
+bool KernelLowering::lowerRoot(const KStage &root) {
+  kernel.launches.emplace_back();
+  launch = &kernel.launches.back();
+  usedVars.clear();
+  for (const std::string &symbol : kernel.getSymbolicDims())
+    usedVars.insert(symbol);
+  launch->blockVar = freshVar("bx");
+  launch->threadVar = freshVar("tx");
+  sharedOf.clear();
+  rowRankOf.clear();
+  const StageMapping &mapping = scheduleOf(root.buffer).mapping;
+  return mapping.kind == StageMapping::Flat ? emitFlat(root, mapping)
+                                            : emitRows(root, mapping);
+}
+
+bool KernelLowering::run() {
+  if (kernel.schedule.empty())
+    return error(kernel.loc, "it has no schedule; run 'schedule' before 'lower'");
+  for (const auto *list : {&kernel.inputs, &kernel.outputs, &kernel.internals})
+    for (const KBuffer &buffer : *list)
+      usedBuffers.insert(buffer.name);
+  // 1. Inline, earlier stages first: an inline stage's body already has the
+  // inline stages it reads substituted when a later stage takes it.
+  stages = kernel.stages;
+  for (size_t i = 0; i < stages.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (scheduleOf(stages[j].buffer).placement == StageSchedule::Inline)
+        stages[i].body = inlineStage(stages[i].body, stages[j]);
+  // 2. A block-level stage has a shared copy only in its root's launch.
+  for (const KStage &stage : stages) {
+    const StageSchedule &entry = scheduleOf(stage.buffer);
+    if (entry.placement != StageSchedule::ComputeAt || entry.level != StageSchedule::Block)
+      continue;
+    for (const KStage &reader : stages) {
+      const StageSchedule &readerEntry = scheduleOf(reader.buffer);
+      if (readerEntry.placement == StageSchedule::Inline ||
+          !loadsBuffer(*reader.body, stage.buffer))
+        continue;
+      bool threadLevel = readerEntry.placement == StageSchedule::ComputeAt &&
+                         readerEntry.level == StageSchedule::Thread;
+      if (threadLevel || rootOf(reader.buffer) != rootOf(stage.buffer))
+        return error(entry.loc, "'%" + stage.buffer + "' is computed in the blocks of '%" +
+                                    rootOf(stage.buffer) + "' but '%" + reader.buffer +
+                                    "' reads it elsewhere; materialize it");
+    }
+  }
+  // 3. One launch per root stage.
+  for (const KStage &stage : stages)
+    if (scheduleOf(stage.buffer).placement == StageSchedule::Root && !lowerRoot(stage))
+      return false;
+  // 4. Only materialized internal buffers remain.
+  llvm::erase_if(kernel.internals, [&](const KBuffer &buffer) {
+    return scheduleOf(buffer.name).placement != StageSchedule::Root;
+  });
+  kernel.stages.clear();
+  kernel.schedule = KSchedule();
+  return true;
+}
+
+} // namespace
+
+bool fusec::lowerKernel(Kernel &kernel, DiagEngine &diag) {
+  return KernelLowering(kernel, diag).run();
+}

@@ -1,0 +1,63 @@
+//===- Schedule.cpp - Choose a GPU schedule for every kernel --------------===//
+//
+// Contract: every kernel without a schedule (and not yet lowered) gets one,
+// printed with the kernel: a placement per stage (inline, compute_at a
+// consumer's block or thread, or root; an internal root is materialized in
+// global memory) and a mapping per root (flat or rows, threads, vector
+// width). A kernel that already has a schedule keeps it, as a kernel that
+// already has an op_pattern keeps it.
+//
+// Algorithm: try the rules in order; the first that applies decides
+//   1. elementwise (ScheduleElementwise.cpp): no reductions;
+//   2. reduction (ScheduleReduction.cpp): row reductions with their
+//      elementwise prologues and epilogues;
+//   3. fallback (ScheduleFallback.cpp): everything else.
+// The schedule is verified against the stages (a failure is a bug of a
+// rule: exit code 3).
+//
+//===----------------------------------------------------------------------===//
+#include "ScheduleRules.h"
+#include "fusec/Transforms/Passes.h"
+
+#define DEBUG_TYPE "schedule"
+
+using namespace fusec;
+
+FUSEC_STATISTIC(NumElementwise, "num-elementwise", "Kernels scheduled by the elementwise rule");
+FUSEC_STATISTIC(NumReduction, "num-reduction", "Kernels scheduled by the row-reduction rule");
+FUSEC_STATISTIC(NumFallback, "num-fallback", "Kernels scheduled by the fallback rule");
+
+namespace {
+class Schedule : public Pass {
+public:
+  Schedule() : Pass("schedule") {}
+
+  bool run(Module &module, PassContext &context) override {
+    for (auto &kernel : module.kernels) {
+      if (kernel->isLowered() || !kernel->schedule.empty())
+        continue;
+      KSchedule schedule;
+      if (scheduleElementwise(*kernel, schedule)) {
+        ++NumElementwise;
+      } else if (scheduleRowReduction(*kernel, schedule)) {
+        ++NumReduction;
+      } else {
+        schedule = KSchedule();
+        scheduleFallback(*kernel, schedule);
+        ++NumFallback;
+      }
+      kernel->schedule = std::move(schedule);
+      if (context.remarks)
+        *context.remarks << "remark: schedule: @" << kernel->name << " by the '"
+                         << kernel->schedule.rule << "' rule\n";
+      if (!verifyKernel(*kernel, context.diag, "in schedule (@" + kernel->name + ")")) {
+        context.internalError = true;
+        return false;
+      }
+    }
+    return true;
+  }
+};
+} // namespace
+
+std::unique_ptr<Pass> fusec::createSchedulePass() { return std::make_unique<Schedule>(); }

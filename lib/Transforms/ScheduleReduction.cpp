@@ -1,0 +1,107 @@
+//===- ScheduleReduction.cpp - Row reductions -----------------------------===//
+//
+// Contract: applies to kernels with one output whose reductions all have
+// the same spatial shape R (the rows), reduce along the innermost axis of
+// some input (a row, not a column, reduction), and are read only within
+// their own row; the output's leading dims are R. Typical: sum/mean/max
+// over the last axis, softmax, layer_norm, and their fused elementwise
+// prologues and epilogues.
+//
+// Schedule (TVM DLight's GeneralReduction, in this IR's terms):
+//   1. spatial internal stages: inline (recomputed per use, as in TVM);
+//   2. reductions: compute_at(output, block): one block per row reduces
+//      it with strided loads, warp shuffles and shared memory;
+//   3. the output: rows(threads, vector, inner = rank - |R|), threads the
+//      smallest power of two >= the reduced extent within [32, 256].
+//
+//===----------------------------------------------------------------------===//
+#include "ScheduleRules.h"
+
+using namespace fusec;
+
+/// Whether some input is read with a reduction variable in its last index.
+static bool reducesInnermost(const KExpr &body, const Kernel &kernel, const KStage &stage) {
+  if (body.kind == KExpr::Load && !body.args.empty()) {
+    const KBuffer *buffer = kernel.findBuffer(body.name);
+    if (buffer && buffer->role == KBuffer::Input)
+      for (const auto &reduce : stage.reduceVars)
+        if (usesVar(*body.args.back(), reduce.first))
+          return true;
+  }
+  for (const KExprPtr &arg : body.args)
+    if (arg && reducesInnermost(*arg, kernel, stage))
+      return true;
+  return false;
+}
+
+bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule) {
+  if (kernel.outputs.size() != 1)
+    return false;
+  std::vector<KStage> stages = inlineSpatialInternals(kernel);
+  const KStage *output = nullptr;
+  std::vector<const KStage *> reductions;
+  for (const KStage &stage : stages) {
+    if (!isInternal(kernel, stage))
+      output = &stage;
+    if (stage.isReduction())
+      reductions.push_back(&stage);
+  }
+  if (reductions.empty() || !output)
+    return false;
+  const Type &rowType = kernel.findBuffer(reductions.front()->buffer)->type;
+  std::vector<Dim> rows = rowType.getShape();
+  int64_t reduced = 1;
+  bool symbolicReduction = false;
+  for (const KStage *reduction : reductions) {
+    if (kernel.findBuffer(reduction->buffer)->type.getShape() != rows ||
+        !reducesInnermost(*reduction->body, kernel, *reduction))
+      return false;
+    int64_t extent = 1;
+    for (const auto &[var, dim] : reduction->reduceVars) {
+      symbolicReduction |= dim.isSymbolic();
+      extent *= dim.isSymbolic() ? 1 : dim.size;
+    }
+    reduced = std::max(reduced, extent);
+  }
+  const Type &outputType = kernel.findBuffer(output->buffer)->type;
+  if (outputType.getRank() < int64_t(rows.size()))
+    return false;
+  for (size_t d = 0; d < rows.size(); ++d)
+    if (!(outputType.getShape()[d] == rows[d]))
+      return false;
+  // Every reader of a reduction reads its own row.
+  for (const KStage &reader : stages) {
+    if (isInternal(kernel, reader) && !reader.isReduction())
+      continue; // inlined; its reads moved into the stages checked here
+    std::vector<std::string> rowVars(reader.spatialVars.begin(),
+                                     reader.spatialVars.begin() +
+                                         std::min(rows.size(), reader.spatialVars.size()));
+    if (rowVars.size() != rows.size())
+      return false;
+    for (const KStage *reduction : reductions)
+      if (!readsAtOwnIndex(*reader.body, reduction->buffer, rowVars, false))
+        return false;
+  }
+  int64_t threads = 32;
+  while (threads < 256 && (symbolicReduction || threads < reduced))
+    threads *= 2;
+  schedule.rule = "reduction";
+  for (const KStage &stage : kernel.stages) {
+    StageSchedule entry;
+    entry.stage = stage.buffer;
+    if (stage.buffer == output->buffer) {
+      entry.mapping.kind = StageMapping::Rows;
+      entry.mapping.threads = threads;
+      entry.mapping.inner = outputType.getRank() - int64_t(rows.size());
+      entry.mapping.vector = entry.mapping.inner > 0 ? chooseVectorWidth(kernel, stage) : 1;
+    } else if (stage.isReduction()) {
+      entry.placement = StageSchedule::ComputeAt;
+      entry.consumer = output->buffer;
+      entry.level = StageSchedule::Block;
+    } else {
+      entry.placement = StageSchedule::Inline;
+    }
+    schedule.stages.push_back(std::move(entry));
+  }
+  return true;
+}

@@ -112,7 +112,7 @@ KExprPtr fusec::substituteVars(const KExprPtr &e,
 KExprPtr fusec::rewriteLoads(
     const KExprPtr &e,
     llvm::function_ref<KExprPtr(const KExpr &, const std::vector<KExprPtr> &)> rewrite) {
-  if (e->args.empty())
+  if (e->args.empty() && e->kind != KExpr::Load)
     return e;
   std::vector<KExprPtr> args;
   bool changed = false;

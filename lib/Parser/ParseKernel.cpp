@@ -361,7 +361,8 @@ Parser::MutableExpr Parser::parseKPrimary(ExprContext context) {
       return std::const_pointer_cast<KExpr>(KExpr::binary(kind, args[0], args[1]));
     }
   if (head == "select") {
-    ExprContext branch = context == ExprContext::Index ? ExprContext::Index : ExprContext::Value;
+    // A select in a condition (Any) may choose between indices or values.
+    ExprContext branch = context == ExprContext::Value ? ExprContext::Value : context;
     if (!parseArgs(branch, 3))
       return nullptr;
     auto e = std::const_pointer_cast<KExpr>(KExpr::select(args[0], args[1], args[2]));

@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 #include "LowerKernel.h"
 
+#include <cctype>
 #include <set>
 
 using namespace fusec;
@@ -179,9 +180,11 @@ std::string KernelLowering::freshVar(const std::string &base) {
 }
 
 std::string KernelLowering::freshBuffer(const std::string &base) {
-  std::string name = base;
+  // `%06` is a numeric name: `%06_acc` would not lex as one name.
+  std::string name = std::isdigit(static_cast<unsigned char>(base[0])) ? "v" + base : base;
+  std::string stem = name;
   for (int suffix = 1; usedBuffers.count(name); ++suffix)
-    name = base + "_" + std::to_string(suffix);
+    name = stem + "_" + std::to_string(suffix);
   usedBuffers.insert(name);
   return name;
 }

@@ -9,6 +9,7 @@
 //   5. write the output.
 //
 //===----------------------------------------------------------------------===//
+#include "Backend.h"
 #include "fusec/Driver/Driver.h"
 #include "fusec/Exec/Exec.h"
 #include "fusec/Parser/Parser.h"
@@ -77,6 +78,9 @@ cl::opt<bool> remarks("remarks", cl::desc("Print fusion decisions with their rea
                       cl::cat(fusecCategory));
 cl::opt<std::string> fusionReport("fusion-report", cl::desc("Write the fusion decisions as JSON"),
                                   cl::value_desc("FILE.json"), cl::cat(fusecCategory));
+cl::opt<std::string> cudaPath("cuda-path", cl::desc("CUDA installation for NVRTC and its headers "
+                                                   "(default: $CUDA_HOME, $CUDA_PATH, /usr/local/cuda)"),
+                               cl::value_desc("DIR"), cl::cat(fusecCategory));
 cl::opt<bool> listPasses("list-passes", cl::desc("List the registered passes and exit"), cl::cat(fusecCategory));
 } // namespace
 
@@ -210,7 +214,8 @@ static Instrumentation makeInstrumentation() {
 static int processChunk(const std::string &text, llvm::StringRef bufferName,
                         const PassManager &pipeline, Instrumentation inst,
                         FusionReport *report, std::string &moduleName,
-                        std::string &output) {
+                        const std::string &emit, std::string &output,
+                        std::vector<ExtraStatistic> &backendStats) {
   llvm::SourceMgr sourceMgr;
   DiagEngine diag(sourceMgr);
   unsigned id = sourceMgr.AddNewSourceBuffer(
@@ -265,6 +270,8 @@ static int processChunk(const std::string &text, llvm::StringRef bufferName,
     return ExitInputError;
   if (result == RunResult::InternalError)
     return ExitInternalError;
+  if (emit != "fir")
+    return runBackend(*module, {emit, arch, cudaPath, moduleName}, output, backendStats);
   output += printModuleToString(*module);
   return ExitSuccess;
 }
@@ -374,9 +381,8 @@ int fusec::driverMain(int argc, char **argv) {
     return exitCode;
   if (dumpPassPipeline)
     llvm::errs() << pipeline->str() << "\n";
-  if (emit != "fir")
-    return inputError("--emit=" + emit + " needs the CUDA code generator, which "
-                      "this build of fusec does not have yet; use --emit=fir");
+  if (splitInputFile && (emit == "ptx" || emit == "cubin"))
+    return usageError("--split-input-file writes FIR or CUDA C, not --emit=" + emit);
 
   auto bufferOrError = llvm::MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/true);
   if (!bufferOrError)
@@ -393,6 +399,7 @@ int fusec::driverMain(int argc, char **argv) {
   std::string output, moduleName = llvm::sys::path::stem(bufferName).str();
   FusionReport report;
   FusionReport *reportPtr = fusionReport.empty() ? nullptr : &report;
+  std::vector<ExtraStatistic> backendStats;
   for (size_t i = 0; i < chunks.size(); ++i) {
     std::string chunkOutput;
     Instrumentation inst = makeInstrumentation();
@@ -400,14 +407,17 @@ int fusec::driverMain(int argc, char **argv) {
     if (splitInputFile && !inst.dumpDir.empty())
       inst.dumpDir += "/chunk-" + std::to_string(i);
     int chunkCode = processChunk(chunks[i], bufferName, *pipeline, inst, reportPtr,
-                                 moduleName, chunkOutput);
+                                 moduleName, emit, chunkOutput, backendStats);
     exitCode = std::max(exitCode, chunkCode);
     if (i)
       output += "// -----\n";
     output += chunkOutput;
   }
   std::error_code ec;
-  llvm::ToolOutputFile out(outputFile, ec, llvm::sys::fs::OF_Text);
+  if (exitCode != ExitSuccess && emit != "fir")
+    return exitCode; // no partial PTX or cubin
+  llvm::ToolOutputFile out(outputFile, ec,
+                           emit == "cubin" ? llvm::sys::fs::OF_None : llvm::sys::fs::OF_Text);
   if (ec)
     return inputError("cannot write '" + outputFile + "': " + ec.message());
   out.os() << output;
@@ -421,7 +431,8 @@ int fusec::driverMain(int argc, char **argv) {
     // LLVM 14 registers -stats-json as cl::opt<bool, true> (external storage).
     cl::Option *json = cl::getRegisteredOptions().lookup("stats-json");
     bool asJSON = json && static_cast<cl::opt<bool, true> *>(json)->getValue();
-    asJSON ? printStatisticsJSON(llvm::errs()) : printStatistics(llvm::errs());
+    asJSON ? printStatisticsJSON(llvm::errs(), backendStats)
+           : printStatistics(llvm::errs(), backendStats);
   }
   return exitCode;
 }

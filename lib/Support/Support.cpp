@@ -200,7 +200,8 @@ static std::vector<Statistic *> sortedStatistics() {
   return stats;
 }
 
-void fusec::printStatistics(llvm::raw_ostream &os) {
+void fusec::printStatistics(llvm::raw_ostream &os,
+                            const std::vector<ExtraStatistic> &extra) {
   os << "===" << std::string(73, '-') << "===\n"
      << "                        ... Pass statistics report ...\n"
      << "===" << std::string(73, '-') << "===\n";
@@ -213,14 +214,28 @@ void fusec::printStatistics(llvm::raw_ostream &os) {
     os << "  (S) " << stat->getValue() << " " << stat->name << " - "
        << stat->description << "\n";
   }
+  std::string group;
+  for (const ExtraStatistic &stat : extra) {
+    if (stat.group != group) {
+      group = stat.group;
+      os << group << "\n";
+    }
+    os << "  (S) " << stat.value << " " << stat.name << " - " << stat.description << "\n";
+  }
 }
 
-void fusec::printStatisticsJSON(llvm::raw_ostream &os) {
+void fusec::printStatisticsJSON(llvm::raw_ostream &os,
+                                const std::vector<ExtraStatistic> &extra) {
   os << "{";
   bool first = true;
   for (Statistic *stat : sortedStatistics()) {
     os << (first ? "\n" : ",\n") << "  \"" << stat->debugType << "."
        << stat->name << "\": " << stat->getValue();
+    first = false;
+  }
+  for (const ExtraStatistic &stat : extra) {
+    os << (first ? "\n" : ",\n") << "  \"" << stat.group << "." << stat.name
+       << "\": " << stat.value;
     first = false;
   }
   os << "\n}\n";

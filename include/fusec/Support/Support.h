@@ -96,8 +96,15 @@ private:
 #define FUSEC_STATISTIC(VAR, NAME, DESCRIPTION)                                \
   static ::fusec::Statistic VAR(DEBUG_TYPE, NAME, DESCRIPTION)
 
-void printStatistics(llvm::raw_ostream &os);
-void printStatisticsJSON(llvm::raw_ostream &os);
+/// A figure reported with the statistics that no pass counter holds (the
+/// CUDA backend's per-kernel registers, spills, shared memory).
+struct ExtraStatistic {
+  std::string group, name, description;
+  uint64_t value = 0;
+};
+void printStatistics(llvm::raw_ostream &os, const std::vector<ExtraStatistic> &extra = {});
+void printStatisticsJSON(llvm::raw_ostream &os,
+                         const std::vector<ExtraStatistic> &extra = {});
 void resetStatistics();
 
 //===----------------------------------------------------------------------===//

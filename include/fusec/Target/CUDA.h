@@ -1,0 +1,84 @@
+//===- CUDA.h - CUDA C generation and NVRTC compilation ---------*- C++ -*-===//
+//
+// The CUDA backend: lowered kernels to one CUDA C translation unit (one
+// `extern "C" __global__` function per launch), compiled in-process by
+// NVRTC, which fusec loads with dlopen when it is first needed, so that
+// fusec runs, and emits FIR and CUDA C, on machines without CUDA.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_TARGET_CUDA_H
+#define FUSEC_TARGET_CUDA_H
+
+#include "fusec/IR/Kernel.h"
+
+#include <map>
+
+namespace fusec {
+namespace cuda {
+
+/// The device functions every generated file starts with.
+const char *getPrelude();
+
+/// The entry-point name of `kernel`'s launch `index`: the sanitized kernel
+/// name, suffixed `_<index>` when the kernel has several launches.
+std::string getEntryName(const Kernel &kernel, size_t index);
+
+/// The parameters of every entry point of `kernel`, in order: its inputs,
+/// outputs and internal (scratch) buffers as device pointers, then its
+/// symbolic dims as 64-bit integers.
+struct EntryParam {
+  enum Kind { Input, Output, Scratch, Dim };
+  Kind kind;
+  std::string name; // the FIR buffer or dim name
+  Type type;        // buffers only
+};
+std::vector<EntryParam> getEntryParams(const Kernel &kernel);
+
+/// Static shared memory of a launch, in bytes.
+int64_t getSharedBytes(const LLaunch &launch);
+
+/// CUDA C for every lowered kernel of `module`. Returns false and sets
+/// `error` when a kernel is not lowered.
+/// `kernelLines`, when given, receives the first source line of each
+/// kernel's code, so that compiler messages can name the kernel.
+bool generateCUDA(const Module &module, std::string &source, std::string &error,
+                  std::vector<std::pair<int, std::string>> *kernelLines = nullptr);
+/// The kernel whose code holds line `line` of the generated source.
+std::string kernelAtLine(const std::vector<std::pair<int, std::string>> &kernelLines, int line);
+
+/// What ptxas reported for one entry point.
+struct ResourceUsage {
+  int64_t registers = 0, spillStoreBytes = 0, spillLoadBytes = 0, sharedBytes = 0,
+          stackBytes = 0;
+};
+
+struct CompileOptions {
+  std::string arch = "sm_90";
+  std::string cudaPath; // --cuda-path; else $CUDA_HOME, $CUDA_PATH, /usr/local/cuda
+  bool cubin = true;    // also produce a cubin (else PTX only)
+};
+
+struct CompileResult {
+  std::string ptx;
+  std::string cubin;
+  std::string log;
+  std::map<std::string, ResourceUsage> usage; // by entry name
+};
+
+/// The CUDA installation to use (headers, libnvrtc), or "" when none is
+/// found; `tried` lists the places looked at.
+std::string findCudaPath(const std::string &flag, std::string &tried);
+
+/// Compiles `source` with NVRTC. Returns false and sets `error` (the
+/// compile log, or why NVRTC could not be loaded).
+bool compileWithNVRTC(const std::string &source, const std::string &name,
+                      const CompileOptions &options, CompileResult &result,
+                      std::string &error);
+
+/// Parses `ptxas info` lines of an NVRTC log (-Xptxas -v) by function.
+std::map<std::string, ResourceUsage> parsePtxasLog(llvm::StringRef log);
+
+} // namespace cuda
+} // namespace fusec
+
+#endif

@@ -1,0 +1,74 @@
+//===- Backend.cpp - CUDA C, PTX and cubin output -------------------------===//
+//
+// After the pipeline: CUDA C from the lowered module; for PTX and cubin,
+// NVRTC compiles it in-process. A compile error is a bug of fusec's code
+// generator (exit 3), reported with the kernel whose code failed and the
+// compiler's message; a missing CUDA installation is an environment
+// problem (exit 1) that names the places searched. Register, spill, stack
+// and shared-memory figures per entry point come from ptxas's report and
+// are shown by --stats.
+//
+//===----------------------------------------------------------------------===//
+#include "Backend.h"
+#include "fusec/Driver/Driver.h"
+
+#include "llvm/Support/Regex.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace fusec;
+
+int fusec::runBackend(const Module &module, const BackendRequest &request,
+                      std::string &output, std::vector<ExtraStatistic> &stats) {
+  std::string source, error;
+  std::vector<std::pair<int, std::string>> kernelLines;
+  if (!cuda::generateCUDA(module, source, error, &kernelLines)) {
+    llvm::WithColor::error(llvm::errs(), "fusec") << error << "\n";
+    return ExitInputError;
+  }
+  if (request.emit == "cuda") {
+    output += source;
+    return ExitSuccess;
+  }
+  cuda::CompileOptions options;
+  options.arch = request.arch;
+  options.cudaPath = request.cudaPath;
+  options.cubin = request.emit == "cubin";
+  cuda::CompileResult result;
+  if (!cuda::compileWithNVRTC(source, request.name + ".cu", options, result, error)) {
+    bool compileError = !result.log.empty();
+    if (!compileError) { // NVRTC or the headers are missing
+      llvm::WithColor::error(llvm::errs(), "fusec") << error << "\n";
+      return ExitInputError;
+    }
+    // `name.cu(123): error: ...`: name the kernel whose code line 123 is.
+    llvm::Regex lineRef("\\.cu\\(([0-9]+)\\): error");
+    llvm::SmallVector<llvm::StringRef, 2> match;
+    std::string kernel;
+    int line = 0;
+    if (lineRef.match(result.log, &match) && !match[1].getAsInteger(10, line))
+      kernel = cuda::kernelAtLine(kernelLines, line);
+    llvm::WithColor::error(llvm::errs(), "fusec")
+        << "internal error: NVRTC rejected the CUDA code generated for "
+        << (kernel.empty() ? std::string("the module") : "kernel '@" + kernel + "'") << " ("
+        << request.arch << "); this is a bug in fusec's code generator:\n"
+        << result.log << "\n";
+    return ExitInternalError;
+  }
+  output += request.emit == "ptx" ? result.ptx : result.cubin;
+  std::string group = "cuda-" + request.arch;
+  for (const auto &kernel : module.kernels)
+    for (size_t i = 0; i < kernel->launches.size(); ++i) {
+      std::string entry = cuda::getEntryName(*kernel, i);
+      const cuda::ResourceUsage &usage = result.usage[entry];
+      auto add = [&](const std::string &what, uint64_t value, const std::string &description) {
+        stats.push_back({group, entry + "." + what, description, value});
+      };
+      add("threads", uint64_t(kernel->launches[i].threads), "Threads per block");
+      add("registers", uint64_t(usage.registers), "Registers per thread");
+      add("spill-stores", uint64_t(usage.spillStoreBytes), "Bytes of spill stores");
+      add("spill-loads", uint64_t(usage.spillLoadBytes), "Bytes of spill loads");
+      add("stack", uint64_t(usage.stackBytes), "Bytes of stack frame");
+      add("shared", uint64_t(usage.sharedBytes), "Bytes of static shared memory");
+    }
+  return ExitSuccess;
+}

@@ -36,3 +36,19 @@ config.substitutions.append(("%python", "/usr/bin/python3"
 config.substitutions.append(("%expect-exit", "%s %s" % (
     "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3",
     os.path.join(config.test_source_root, "test", "expect-exit.py"))))
+
+# The CUDA toolkit (NVRTC, headers, the driver-API stub): tests that compile
+# PTX/cubin or launchers say `REQUIRES: cuda`. fusec itself finds CUDA at
+# run time the same way (--cuda-path, $CUDA_HOME, $CUDA_PATH, /usr/local/cuda).
+cuda_home = next((p for p in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+                              "/usr/local/cuda")
+                  if p and os.path.exists(os.path.join(p, "include", "cuda_fp16.h"))), None)
+for name in ("CUDA_HOME", "CUDA_PATH"):
+    if name in os.environ:
+        config.environment[name] = os.environ[name]
+if cuda_home and any(f.startswith("libnvrtc.so")
+                     for f in os.listdir(os.path.join(cuda_home, "lib64"))):
+    config.available_features.add("cuda")
+    config.substitutions.append(("%cuda", cuda_home))
+else:
+    lit_config.warning("no CUDA toolkit found: tests that need NVRTC are UNSUPPORTED")

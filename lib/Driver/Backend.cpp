@@ -12,6 +12,10 @@
 #include "Backend.h"
 #include "fusec/Driver/Driver.h"
 
+#include "fusec/Exec/Exec.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/WithColor.h"
 
@@ -25,14 +29,29 @@ int fusec::runBackend(const Module &module, const BackendRequest &request,
     llvm::WithColor::error(llvm::errs(), "fusec") << error << "\n";
     return ExitInputError;
   }
-  if (request.emit == "cuda") {
+  if (request.emit == "cuda" && request.launcher.empty()) {
     output += source;
     return ExitSuccess;
+  }
+  cuda::LaunchPlan plan;
+  if (!request.launcher.empty()) {
+    const Function *entry = findEntryFunction(module);
+    if (!entry) {
+      llvm::WithColor::error(llvm::errs(), "fusec") << "--launcher: the module has no entry "
+                                                       "function (@main, or a function no "
+                                                       "other calls)\n";
+      return ExitInputError;
+    }
+    if (!cuda::buildLaunchPlan(module, *entry, plan, error)) {
+      llvm::WithColor::error(llvm::errs(), "fusec") << "--launcher: " << error << "\n";
+      return ExitInputError;
+    }
+    plan.name = request.name;
   }
   cuda::CompileOptions options;
   options.arch = request.arch;
   options.cudaPath = request.cudaPath;
-  options.cubin = request.emit == "cubin";
+  options.cubin = request.emit == "cubin" || !request.launcher.empty();
   cuda::CompileResult result;
   if (!cuda::compileWithNVRTC(source, request.name + ".cu", options, result, error)) {
     bool compileError = !result.log.empty();
@@ -54,7 +73,32 @@ int fusec::runBackend(const Module &module, const BackendRequest &request,
         << result.log << "\n";
     return ExitInternalError;
   }
-  output += request.emit == "ptx" ? result.ptx : result.cubin;
+  if (request.emit == "cuda")
+    output += source;
+  else if (request.emit != "fir")
+    output += request.emit == "ptx" ? result.ptx : result.cubin;
+  if (!request.launcher.empty()) {
+    llvm::StringRef path = request.launcher;
+    llvm::SmallString<256> header(path), manifest(llvm::sys::path::parent_path(path));
+    llvm::sys::path::replace_extension(header, ".h");
+    llvm::sys::path::append(manifest, request.name + ".manifest.json");
+    cuda::LauncherFiles files =
+        cuda::writeLauncher(plan, llvm::sys::path::filename(header).str(), result.cubin);
+    std::vector<std::pair<std::string, std::string>> written = {
+        {std::string(header), files.header},
+        {request.launcher, files.source},
+        {std::string(manifest), cuda::writeManifest(plan, request.arch)}};
+    for (const auto &[file, text] : written) {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(file, ec, llvm::sys::fs::OF_Text);
+      if (ec) {
+        llvm::WithColor::error(llvm::errs(), "fusec")
+            << "cannot write '" << file << "': " << ec.message() << "\n";
+        return ExitInputError;
+      }
+      os << text;
+    }
+  }
   std::string group = "cuda-" + request.arch;
   for (const auto &kernel : module.kernels)
     for (size_t i = 0; i < kernel->launches.size(); ++i) {

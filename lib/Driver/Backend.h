@@ -11,12 +11,14 @@ struct BackendRequest {
   std::string emit;     // cuda, ptx or cubin
   std::string arch;     // sm_90
   std::string cudaPath; // --cuda-path
-  std::string name;     // the program name NVRTC reports errors with
+  std::string name;     // the module's name (NVRTC's program, the launcher's)
+  std::string launcher; // --launcher=FILE.cpp, or ""
 };
 
-/// Generates (and for ptx/cubin compiles) `module`; appends the result to
-/// `output` and the per-kernel resource figures to `stats`. Returns an exit
-/// code, after printing the error.
+/// Generates (and for ptx/cubin, or a launcher, compiles) `module`; appends
+/// the CUDA C, PTX or cubin to `output` (emit "fir" appends nothing), writes
+/// the launcher files, and the per-kernel resource figures to `stats`.
+/// Returns an exit code, after printing the error.
 int runBackend(const Module &module, const BackendRequest &request, std::string &output,
                std::vector<ExtraStatistic> &stats);
 

@@ -81,6 +81,9 @@ cl::opt<std::string> fusionReport("fusion-report", cl::desc("Write the fusion de
 cl::opt<std::string> cudaPath("cuda-path", cl::desc("CUDA installation for NVRTC and its headers "
                                                    "(default: $CUDA_HOME, $CUDA_PATH, /usr/local/cuda)"),
                                cl::value_desc("DIR"), cl::cat(fusecCategory));
+cl::opt<std::string> launcherFile("launcher", cl::desc("Also write the host launcher FILE.cpp, its "
+                                                       "FILE.h and <module>.manifest.json"),
+                                   cl::value_desc("FILE.cpp"), cl::cat(fusecCategory));
 cl::opt<bool> listPasses("list-passes", cl::desc("List the registered passes and exit"), cl::cat(fusecCategory));
 } // namespace
 
@@ -270,8 +273,12 @@ static int processChunk(const std::string &text, llvm::StringRef bufferName,
     return ExitInputError;
   if (result == RunResult::InternalError)
     return ExitInternalError;
-  if (emit != "fir")
-    return runBackend(*module, {emit, arch, cudaPath, moduleName}, output, backendStats);
+  if (emit != "fir" || !launcherFile.empty()) {
+    int code = runBackend(*module, {emit, arch, cudaPath, moduleName, launcherFile}, output,
+                          backendStats);
+    if (code != ExitSuccess || emit != "fir")
+      return code;
+  }
   output += printModuleToString(*module);
   return ExitSuccess;
 }
@@ -383,6 +390,10 @@ int fusec::driverMain(int argc, char **argv) {
     llvm::errs() << pipeline->str() << "\n";
   if (splitInputFile && (emit == "ptx" || emit == "cubin"))
     return usageError("--split-input-file writes FIR or CUDA C, not --emit=" + emit);
+  if (splitInputFile && !launcherFile.empty())
+    return usageError("--split-input-file cannot be combined with --launcher");
+  if (!launcherFile.empty() && llvm::sys::path::extension(launcherFile) != ".cpp")
+    return usageError("--launcher needs a file name ending in .cpp, not '" + launcherFile + "'");
 
   auto bufferOrError = llvm::MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/true);
   if (!bufferOrError)

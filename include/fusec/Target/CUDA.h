@@ -10,6 +10,7 @@
 #define FUSEC_TARGET_CUDA_H
 
 #include "fusec/IR/Kernel.h"
+#include "fusec/Runtime/Runtime.h"
 
 #include <map>
 
@@ -77,6 +78,77 @@ bool compileWithNVRTC(const std::string &source, const std::string &name,
 
 /// Parses `ptxas info` lines of an NVRTC log (-Xptxas -v) by function.
 std::map<std::string, ResourceUsage> parsePtxasLog(llvm::StringRef log);
+
+//===----------------------------------------------------------------------===//
+// Launch plans and host launchers (LaunchPlan.cpp, Launcher.cpp)
+//===----------------------------------------------------------------------===//
+
+/// What the host does to run a lowered module's entry function: the tables
+/// of fusec_rt::ModelDesc (include/fusec/Runtime/Runtime.h), owned. A slot's
+/// dims are >= 0 static sizes or -1 - k for the entry's symbolic dim k.
+struct LaunchPlan {
+  struct Slot {
+    int kind = 0; // fusec_rt::SlotDesc::Kind
+    int index = 0;
+    DType dtype = DType::f32;
+    std::vector<int64_t> dims;
+    int firstStep = -1, lastStep = -1;
+    std::string name; // the FIR value (or kernel buffer) it holds
+  };
+  struct Step {
+    int kind = 0; // fusec_rt::StepDesc::Kind
+    int entry = 0;
+    int threads = 0;
+    int64_t sharedBytes = 0;
+    std::vector<int64_t> grid; // postfix pairs
+    std::string gridText;      // the grid size as FIR prints it
+    std::vector<int> args;
+    std::vector<int64_t> dims;
+    int from = 0, to = 0;
+    std::string kernel; // Launch: the FIR kernel
+  };
+  std::string name;
+  std::vector<std::string> dimNames;
+  std::vector<Slot> slots;
+  std::vector<Step> steps;
+  std::vector<int> inputSlots, outputSlots;
+  std::vector<std::string> inputNames;
+  std::vector<std::string> entryNames;
+  std::vector<TensorData> constants;
+};
+
+/// Builds the plan of `entry` (calls of graph functions are inlined).
+/// Returns false and sets `error` when the module is not fully lowered.
+bool buildLaunchPlan(const Module &module, const Function &entry, LaunchPlan &plan,
+                     std::string &error);
+
+/// A fusec_rt::ModelDesc over a plan, to run it in-process (fusec-run
+/// --device=cuda, tests). The plan must outlive it, unchanged.
+class ModelTables {
+public:
+  explicit ModelTables(const LaunchPlan &plan);
+  const fusec_rt::ModelDesc &getDesc() const { return desc; }
+
+private:
+  fusec_rt::ModelDesc desc{};
+  std::vector<int64_t> slotDims;
+  std::vector<fusec_rt::SlotDesc> slots;
+  std::vector<fusec_rt::StepDesc> steps;
+  std::vector<const char *> dimNames, inputNames, entryNames;
+  std::vector<const unsigned char *> constantData;
+  std::vector<int64_t> constantBytes;
+};
+
+/// The manifest (nlohmann/json text): kernels with launch dimensions,
+/// buffers with dtypes, shapes and sizes, inputs, outputs, steps.
+std::string writeManifest(const LaunchPlan &plan, const std::string &arch);
+
+/// The launcher's header and source; `image` (a cubin) is embedded.
+struct LauncherFiles {
+  std::string header, source;
+};
+LauncherFiles writeLauncher(const LaunchPlan &plan, const std::string &headerName,
+                            const std::string &image);
 
 } // namespace cuda
 } // namespace fusec

@@ -1,0 +1,6 @@
+# Writes OUTPUT, a C++ file that defines `const char *NAME()` returning the
+# text of INPUT verbatim (the launcher runtime, copied into every launcher).
+file(READ "${INPUT}" TEXT)
+file(WRITE "${OUTPUT}" "// Generated from ${INPUT} by cmake/EmbedText.cmake.\n"
+  "namespace fusec { namespace cuda {\n"
+  "const char *${NAME}() {\n  return R\"FUSECRT(${TEXT})FUSECRT\";\n}\n} }\n")

@@ -1,18 +1,24 @@
 //===- RunMain.cpp - The fusec-run command line ---------------------------===//
 //
 // `fusec-run FILE.fir [--inputs=a.npy,b.npy | --random-inputs --seed=N]
-//  [--dims=n=64] [--outputs=DIR] [--counters=FILE.json] [--print]`:
+//  [--dims=n=64] [--outputs=DIR] [--counters=FILE.json] [--print]
+//  [--device=cuda [--bench]]`:
 // parses the module (any pipeline stage), runs the entry function on the
-// CPU reference interpreter and writes what was asked. Exit codes as fusec:
-// 1 bad input (including run-time errors), 2 usage error.
+// CPU reference interpreter and writes what was asked. With --device=cuda
+// the module (lowered) also runs on the GPU through the launcher engine;
+// its results must match the interpreter's, and are the ones written.
+// Exit codes as fusec: 1 bad input (including run-time errors and a GPU
+// result that differs), 2 usage error.
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/Exec/Exec.h"
 #include "fusec/Parser/Parser.h"
+#include "fusec/Target/CUDA.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
@@ -43,6 +49,12 @@ cl::opt<bool> printOutputs("print", cl::desc("Print the results to stdout"),
                            cl::cat(runCategory));
 cl::opt<std::string> device("device", cl::desc("cpu (default) or cuda"), cl::init("cpu"),
                             cl::cat(runCategory));
+cl::opt<bool> bench("bench", cl::desc("With --device=cuda: time the model with CUDA events"),
+                    cl::cat(runCategory));
+cl::opt<int> benchRuns("bench-runs", cl::desc("Timed runs of --bench (median reported)"),
+                       cl::init(100), cl::cat(runCategory));
+cl::opt<std::string> cudaPath("cuda-path", cl::desc("CUDA installation for NVRTC"),
+                              cl::value_desc("DIR"), cl::cat(runCategory));
 } // namespace
 
 static int fail(int code, const llvm::Twine &message) {
@@ -75,10 +87,12 @@ int fusec::runMain(int argc, char **argv) {
   }
   if (inputFile.empty())
     return fail(2, "no input file; give a .fir file, or - to read stdin");
-  if (device == "cuda")
-    return fail(1, "--device=cuda needs the CUDA backend, which this build does not have yet");
-  if (device != "cpu")
+  if (device != "cpu" && device != "cuda")
     return fail(2, "--device must be cpu or cuda");
+  if (bench && device != "cuda")
+    return fail(2, "--bench times the GPU; add --device=cuda");
+  if (benchRuns < 1)
+    return fail(2, "--bench-runs must be at least 1");
   if (randomInputs == !inputs.empty())
     return fail(2, "give exactly one of --inputs and --random-inputs");
   std::map<std::string, int64_t> dimSizes;
@@ -138,6 +152,31 @@ int fusec::runMain(int argc, char **argv) {
   std::string error;
   if (!interpreter.run(function->name, arguments, results, error))
     return fail(1, error);
+  if (device == "cuda") {
+    cuda::DeviceRunOptions options;
+    options.cudaPath = cudaPath;
+    options.bench = bench;
+    options.runs = benchRuns;
+    cuda::DeviceRunResult onDevice;
+    if (!cuda::runOnDevice(*module, *function, arguments, options, onDevice, error))
+      return fail(1, "--device=cuda: " + error);
+    std::string difference = compareResults(results, onDevice.outputs);
+    if (!difference.empty())
+      return fail(1, "the GPU (" + onDevice.deviceName + ", " + onDevice.arch +
+                         ") and the interpreter disagree: " + difference);
+    llvm::errs() << "fusec-run: " << onDevice.deviceName << " (" << onDevice.arch
+                 << "): results match the interpreter\n";
+    if (bench) {
+      std::vector<double> times = onDevice.timesMs;
+      std::sort(times.begin(), times.end());
+      llvm::outs() << llvm::format("bench: %s on %s: median %.4f ms, min %.4f ms, max %.4f ms "
+                                   "over %zu runs\n",
+                                   function->name.c_str(), onDevice.arch.c_str(),
+                                   times[times.size() / 2], times.front(), times.back(),
+                                   times.size());
+    }
+    results = std::move(onDevice.outputs);
+  }
   if (printOutputs)
     for (size_t i = 0; i < results.size(); ++i)
       printTensor(llvm::outs(), "out" + std::to_string(i), results[i]);

@@ -150,6 +150,31 @@ struct LauncherFiles {
 LauncherFiles writeLauncher(const LaunchPlan &plan, const std::string &headerName,
                             const std::string &image);
 
+//===----------------------------------------------------------------------===//
+// Running on a GPU in-process (DeviceRun.cpp; fusec-run --device=cuda)
+//===----------------------------------------------------------------------===//
+
+struct DeviceRunOptions {
+  std::string cudaPath;
+  bool bench = false;
+  int warmup = 10, runs = 100;
+  int rotations = 4; // input sets cycled through while timing (cold caches)
+};
+
+struct DeviceRunResult {
+  std::string deviceName, arch;
+  std::vector<TensorData> outputs;
+  std::vector<double> timesMs; // --bench: one per timed run
+};
+
+/// Compiles the lowered `module` for the first GPU, runs `entry` on
+/// `inputs` through the launcher engine and copies the outputs back. The
+/// driver (libcuda.so.1) is loaded with dlopen, so that fusec-run starts on
+/// machines without one. Returns false and sets `error` on any failure.
+bool runOnDevice(const Module &module, const Function &entry,
+                 const std::vector<TensorData> &inputs, const DeviceRunOptions &options,
+                 DeviceRunResult &result, std::string &error);
+
 } // namespace cuda
 } // namespace fusec
 

@@ -1,7 +1,8 @@
 //===- Backend.cpp - CUDA C, PTX and cubin output -------------------------===//
 //
 // After the pipeline: CUDA C from the lowered module; for PTX and cubin,
-// NVRTC compiles it in-process. A compile error is a bug of fusec's code
+// NVRTC compiles it in-process (cuda::compileModule: in parallel chunks
+// linked by nvJitLink when the module has many kernels). A compile error is a bug of fusec's code
 // generator (exit 3), reported with the kernel whose code failed and the
 // compiler's message; a missing CUDA installation is an environment
 // problem (exit 1) that names the places searched. Register, spill, stack
@@ -16,7 +17,6 @@
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Regex.h"
 #include "llvm/Support/WithColor.h"
 
 using namespace fusec;
@@ -24,8 +24,7 @@ using namespace fusec;
 int fusec::runBackend(const Module &module, const BackendRequest &request,
                       std::string &output, std::vector<ExtraStatistic> &stats) {
   std::string source, error;
-  std::vector<std::pair<int, std::string>> kernelLines;
-  if (!cuda::generateCUDA(module, source, error, &kernelLines)) {
+  if (!cuda::generateCUDA(module, source, error)) {
     llvm::WithColor::error(llvm::errs(), "fusec") << error << "\n";
     return ExitInputError;
   }
@@ -53,25 +52,10 @@ int fusec::runBackend(const Module &module, const BackendRequest &request,
   options.cudaPath = request.cudaPath;
   options.cubin = request.emit == "cubin" || !request.launcher.empty();
   cuda::CompileResult result;
-  if (!cuda::compileWithNVRTC(source, request.name + ".cu", options, result, error)) {
-    bool compileError = !result.log.empty();
-    if (!compileError) { // NVRTC or the headers are missing
-      llvm::WithColor::error(llvm::errs(), "fusec") << error << "\n";
-      return ExitInputError;
-    }
-    // `name.cu(123): error: ...`: name the kernel whose code line 123 is.
-    llvm::Regex lineRef("\\.cu\\(([0-9]+)\\): error");
-    llvm::SmallVector<llvm::StringRef, 2> match;
-    std::string kernel;
-    int line = 0;
-    if (lineRef.match(result.log, &match) && !match[1].getAsInteger(10, line))
-      kernel = cuda::kernelAtLine(kernelLines, line);
-    llvm::WithColor::error(llvm::errs(), "fusec")
-        << "internal error: NVRTC rejected the CUDA code generated for "
-        << (kernel.empty() ? std::string("the module") : "kernel '@" + kernel + "'") << " ("
-        << request.arch << "); this is a bug in fusec's code generator:\n"
-        << result.log << "\n";
-    return ExitInternalError;
+  bool codegenBug = false;
+  if (!cuda::compileModule(module, request.name, options, result, error, codegenBug)) {
+    llvm::WithColor::error(llvm::errs(), "fusec") << error << "\n";
+    return codegenBug ? ExitInternalError : ExitInputError;
   }
   if (request.emit == "cuda")
     output += source;

@@ -44,6 +44,10 @@ int64_t getSharedBytes(const LLaunch &launch);
 /// kernel's code, so that compiler messages can name the kernel.
 bool generateCUDA(const Module &module, std::string &source, std::string &error,
                   std::vector<std::pair<int, std::string>> *kernelLines = nullptr);
+/// The same for some of a module's kernels.
+bool generateCUDA(const std::vector<const Kernel *> &kernels, std::string &source,
+                  std::string &error,
+                  std::vector<std::pair<int, std::string>> *kernelLines = nullptr);
 /// The kernel whose code holds line `line` of the generated source.
 std::string kernelAtLine(const std::vector<std::pair<int, std::string>> &kernelLines, int line);
 
@@ -57,6 +61,7 @@ struct CompileOptions {
   std::string arch = "sm_90";
   std::string cudaPath; // --cuda-path; else $CUDA_HOME, $CUDA_PATH, /usr/local/cuda
   bool cubin = true;    // also produce a cubin (else PTX only)
+  bool relocatable = false; // -rdc=true, for linking with nvJitLink
 };
 
 struct CompileResult {
@@ -75,6 +80,15 @@ std::string findCudaPath(const std::string &flag, std::string &tried);
 bool compileWithNVRTC(const std::string &source, const std::string &name,
                       const CompileOptions &options, CompileResult &result,
                       std::string &error);
+
+/// Compiles every kernel of a lowered module for `options.arch`: one NVRTC
+/// program, or, for a module with many kernels, several compiled in
+/// parallel (llvm::ThreadPool) and linked into one cubin by nvJitLink
+/// (PTX output always comes from one program). On failure `error` says
+/// why; `codegenBug` tells a compile error in generated code (a bug of
+/// fusec, naming the kernel) from a missing CUDA installation.
+bool compileModule(const Module &module, const std::string &name, const CompileOptions &options,
+                   CompileResult &result, std::string &error, bool &codegenBug);
 
 /// Parses `ptxas info` lines of an NVRTC log (-Xptxas -v) by function.
 std::map<std::string, ResourceUsage> parsePtxasLog(llvm::StringRef log);

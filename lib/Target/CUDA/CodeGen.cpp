@@ -506,10 +506,11 @@ std::string KernelEmitter::emit() {
 
 } // namespace
 
-bool cuda::generateCUDA(const Module &module, std::string &source, std::string &error,
+bool cuda::generateCUDA(const std::vector<const Kernel *> &kernels, std::string &source,
+                        std::string &error,
                         std::vector<std::pair<int, std::string>> *kernelLines) {
   source = getPrelude();
-  for (const auto &kernel : module.kernels) {
+  for (const Kernel *kernel : kernels) {
     if (!kernel->isLowered()) {
       error = "kernel '@" + kernel->name +
               "' is not lowered; CUDA code is generated from the output of 'lower' "
@@ -522,6 +523,14 @@ bool cuda::generateCUDA(const Module &module, std::string &source, std::string &
     source += KernelEmitter(*kernel).emit();
   }
   return true;
+}
+
+bool cuda::generateCUDA(const Module &module, std::string &source, std::string &error,
+                        std::vector<std::pair<int, std::string>> *kernelLines) {
+  std::vector<const Kernel *> kernels;
+  for (const auto &kernel : module.kernels)
+    kernels.push_back(kernel.get());
+  return generateCUDA(kernels, source, error, kernelLines);
 }
 
 std::string cuda::kernelAtLine(const std::vector<std::pair<int, std::string>> &kernelLines,

@@ -144,7 +144,8 @@ bool cuda::runOnDevice(const Module &module, const Function &entry,
   compile.arch = result.arch;
   compile.cudaPath = options.cudaPath;
   CompileResult compiled;
-  if (!compileWithNVRTC(source, "module.cu", compile, compiled, error))
+  bool codegenBug = false;
+  if (!compileModule(module, "module", compile, compiled, error, codegenBug))
     return false;
   ModelTables tables(plan);
   fusec_rt::Engine engine(tables.getDesc(), driver.engine);

@@ -188,6 +188,8 @@ bool cuda::compileWithNVRTC(const std::string &source, const std::string &name,
   std::vector<const char *> flags = {arch.c_str(),   include.c_str(), "--std=c++17",
                                      "-default-device", "--ptxas-options=-v",
                                      "-DNDEBUG"};
+  if (options.relocatable)
+    flags.push_back("--relocatable-device-code=true");
   int status = nvrtc->compileProgram(program, int(flags.size()), flags.data());
   size_t logSize = 0;
   nvrtc->getProgramLogSize(program, &logSize);

@@ -14,6 +14,10 @@ const char *fusec::cuda::getPrelude() {
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
+// Internal linkage: programs compiled separately (-rdc) and linked with
+// nvJitLink each carry their own copy.
+namespace {
+
 #define FC_NAN __int_as_float(0x7fffffff)
 #define FC_INF __int_as_float(0x7f800000)
 typedef long long fc_i64;
@@ -128,6 +132,8 @@ template <class T> __device__ __forceinline__ bool fc_greater_equal(T a, T b) { 
 __device__ __forceinline__ bool fc_logical_not(bool x) { return !x; }
 __device__ __forceinline__ bool fc_logical_and(bool a, bool b) { return a && b; }
 __device__ __forceinline__ bool fc_logical_or(bool a, bool b) { return a || b; }
+
+} // namespace
 
 )CUDA";
 }

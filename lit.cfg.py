@@ -52,3 +52,12 @@ if cuda_home and any(f.startswith("libnvrtc.so")
     config.substitutions.append(("%cuda", cuda_home))
 else:
     lit_config.warning("no CUDA toolkit found: tests that need NVRTC are UNSUPPORTED")
+
+# A GPU driver: tests that run kernels say `REQUIRES: cuda-driver`; the
+# error path of machines without one says `UNSUPPORTED: cuda-driver`.
+try:
+    import ctypes
+    ctypes.CDLL("libcuda.so.1")
+    config.available_features.add("cuda-driver")
+except OSError:
+    pass

@@ -2,8 +2,10 @@
 //
 // Contract: applies to kernels with one output whose reductions all have
 // the same spatial shape R (the rows), reduce along the innermost axis of
-// some input (a row, not a column, reduction), and are read only within
-// their own row; the output's leading dims are R. Typical: sum/mean/max
+// some input (a row, not a column, reduction), are not contractions
+// (matmul, convolution: a product of loads, one of which some output rows
+// share — those go to the fallback until they get a rule of their own) and
+// are read only within their own row; the output's leading dims are R. Typical: sum/mean/max
 // over the last axis, softmax, layer_norm, and their fused elementwise
 // prologues and epilogues.
 //
@@ -34,6 +36,48 @@ static bool reducesInnermost(const KExpr &body, const Kernel &kernel, const KSta
   return false;
 }
 
+/// Whether `load` leaves out one of `vars` (its value is shared by outputs).
+static bool sharedAcross(const KExpr &load, const std::vector<std::string> &vars) {
+  for (const std::string &var : vars) {
+    bool used = false;
+    for (const KExprPtr &index : load.args)
+      used |= usesVar(*index, var);
+    if (!used)
+      return true;
+  }
+  return false;
+}
+
+static void collectLoads(const KExpr &e, std::vector<const KExpr *> &loads) {
+  if (e.kind == KExpr::Load)
+    loads.push_back(&e);
+  for (const KExprPtr &arg : e.args)
+    if (arg)
+      collectLoads(*arg, loads);
+}
+
+/// A sum of products whose factors are loads, one shared by several
+/// outputs: the multiply-accumulate of a matmul or a convolution.
+static bool isContraction(const KStage &stage) {
+  if (stage.combiner != "add")
+    return false;
+  const KExpr *body = stage.body.get();
+  while (body->kind == KExpr::Cast)
+    body = body->args[0].get();
+  if (body->kind != KExpr::Call || body->name != "multiply")
+    return false;
+  std::vector<const KExpr *> left, right;
+  collectLoads(*body->args[0], left);
+  collectLoads(*body->args[1], right);
+  if (left.empty() || right.empty())
+    return false;
+  for (const auto *side : {&left, &right})
+    for (const KExpr *load : *side)
+      if (sharedAcross(*load, stage.spatialVars))
+        return true;
+  return false;
+}
+
 bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule) {
   if (kernel.outputs.size() != 1)
     return false;
@@ -54,7 +98,7 @@ bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule) {
   bool symbolicReduction = false;
   for (const KStage *reduction : reductions) {
     if (kernel.findBuffer(reduction->buffer)->type.getShape() != rows ||
-        !reducesInnermost(*reduction->body, kernel, *reduction))
+        !reducesInnermost(*reduction->body, kernel, *reduction) || isContraction(*reduction))
       return false;
     int64_t extent = 1;
     for (const auto &[var, dim] : reduction->reduceVars) {

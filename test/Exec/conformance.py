@@ -1351,7 +1351,7 @@ def compare(got, want, dt, exact):
         bad.sum(), bad.size, errs.max(), list(i), float(g[i]), float(w[i]))
 
 
-def run_case(index, case, fusec_run, tmp):
+def run_case(index, case, fusec_run, tmp, lower=None):
     d = os.path.join(tmp, "%04d" % index)
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, "main.fir")
@@ -1363,6 +1363,16 @@ def run_case(index, case, fusec_run, tmp):
         p = os.path.join(d, "in%d.npy" % k)
         np.save(p, contig(a.astype(STORAGE[dt])))
         inputs.append(p)
+    if lower:
+        # --lower: the op's -O0 pipeline (legalize, schedule, lower) first; the
+        # interpreter then runs the loops the CUDA code is generated from.
+        lowered = os.path.join(d, "lowered.fir")
+        proc = subprocess.run([lower, path, "-O0", "-o", lowered], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True)
+        if proc.returncode != 0:
+            return "fusec -O0 exited %d: %s" % (proc.returncode,
+                                                proc.stderr.strip().replace("\n", " | ")[:400])
+        path = lowered
     out = os.path.join(d, "out")
     cmd = [fusec_run, path, "--inputs=" + ",".join(inputs), "--outputs=" + out]
     try:
@@ -1403,6 +1413,8 @@ def main():
     parser.add_argument("-j", type=int, default=max(2, os.cpu_count() or 2))
     parser.add_argument("-v", action="store_true", help="print every case")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--lower", action="store_true",
+                        help="run each case lowered (fusec -O0, from fusec-run's directory)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir of passing cases")
     args = parser.parse_args()
 
@@ -1418,7 +1430,8 @@ def main():
     shutil.rmtree(args.tmp, ignore_errors=True)
     os.makedirs(args.tmp)
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.j) as pool:
-        results = list(pool.map(lambda ic: run_case(ic[0], ic[1], args.fusec_run, args.tmp),
+        lower = os.path.join(os.path.dirname(args.fusec_run), "fusec") if args.lower else None
+        results = list(pool.map(lambda ic: run_case(ic[0], ic[1], args.fusec_run, args.tmp, lower),
                                 enumerate(cases)))
     failed = known = xpass = 0
     for i, (case, problem) in enumerate(zip(cases, results)):

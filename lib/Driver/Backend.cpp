@@ -24,6 +24,22 @@ using namespace fusec;
 int fusec::runBackend(const Module &module, const BackendRequest &request,
                       std::string &output, std::vector<ExtraStatistic> &stats) {
   std::string source, error;
+  // Graph ops left in a function have no kernel to generate.
+  for (const auto &function : module.functions) {
+    std::string op;
+    function->forEachBinding([&](const Binding &binding) {
+      if (op.empty() && binding.kind == ExprKind::Op)
+        op = "'" + binding.headName() + "' (%" + binding.getResult()->name + ") in @" +
+             function->name;
+    });
+    if (!op.empty()) {
+      llvm::WithColor::error(llvm::errs(), "fusec")
+          << "--emit=" << request.emit << ": " << op
+          << " is a graph op with no kernel; CUDA code is generated after 'legalize', "
+             "'schedule' and 'lower' (run -O0, -O1 or -O2)\n";
+      return ExitInputError;
+    }
+  }
   if (!cuda::generateCUDA(module, source, error)) {
     llvm::WithColor::error(llvm::errs(), "fusec") << error << "\n";
     return ExitInputError;

@@ -93,7 +93,7 @@ int fusec::runMain(int argc, char **argv) {
     return fail(2, "--bench times the GPU; add --device=cuda");
   if (benchRuns < 1)
     return fail(2, "--bench-runs must be at least 1");
-  if (randomInputs == !inputs.empty())
+  if (randomInputs && !inputs.empty())
     return fail(2, "give exactly one of --inputs and --random-inputs");
   std::map<std::string, int64_t> dimSizes;
   for (llvm::StringRef entryText : dims) {
@@ -122,6 +122,9 @@ int fusec::runMain(int argc, char **argv) {
                                  : "no function '@" + entry + "' in the module");
 
   std::vector<TensorData> arguments;
+  if (!randomInputs && inputs.empty() && !function->params.empty())
+    return fail(2, "@" + function->name + " takes " + std::to_string(function->params.size()) +
+                       " inputs: give --inputs=a.npy,... or --random-inputs");
   if (randomInputs) {
     arguments = makeRandomInputs(*function, seed, dimSizes);
   } else {

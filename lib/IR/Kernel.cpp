@@ -169,13 +169,36 @@ static std::string printArgs(const std::vector<KExprPtr> &args,
   return text;
 }
 
+/// Whether the parser can tell `e`'s dtype without a context: not a bare
+/// literal, nor an operation on bare literals only (`relu(0.25)`), which the
+/// printer must then write with typed literals.
+static bool hasIntrinsicDType(const KExpr &e) {
+  switch (e.kind) {
+  case KExpr::Literal:
+    return e.dtype == DType::boolean;
+  case KExpr::Call: {
+    const KernelOpInfo *op = lookupKernelOp(e.name);
+    if (op && op->returnsBool)
+      return true;
+    for (const KExprPtr &arg : e.args)
+      if (hasIntrinsicDType(*arg))
+        return true;
+    return false;
+  }
+  case KExpr::Select:
+    return hasIntrinsicDType(*e.args[1]) || hasIntrinsicDType(*e.args[2]);
+  default:
+    return true;
+  }
+}
+
 /// The dtype the parser will give bare literals among `args`: that of the
-/// first operand that is not a literal, else the context's.
+/// first operand whose dtype it can tell, else the context's.
 static std::optional<DType> operandContext(const std::vector<KExprPtr> &args,
                                            size_t first,
                                            std::optional<DType> expected) {
   for (size_t i = first; i < args.size(); ++i)
-    if (args[i]->kind != KExpr::Literal)
+    if (hasIntrinsicDType(*args[i]))
       return args[i]->dtype;
   return expected;
 }

@@ -60,10 +60,22 @@ private:
     return isIndexDomain(e) ? checkIndex(e, loc) : checkValue(e, loc);
   }
 
+  /// A shared or local buffer must be declared by the launch using it.
+  bool checkLaunchScope(const KBuffer &buffer, llvm::SMLoc loc) {
+    if (buffer.role != KBuffer::Shared && buffer.role != KBuffer::Local)
+      return true;
+    if (currentLaunch)
+      for (const KBuffer &own : currentLaunch->buffers)
+        if (own.name == buffer.name)
+          return true;
+    return error(loc, "'%" + buffer.name + "' is declared by another launch");
+  }
+
   const Kernel &kernel;
   DiagEngine &diag;
   std::string context;
   llvm::StringSet<> symbols, written, scope;
+  const LLaunch *currentLaunch = nullptr;
 };
 } // namespace
 
@@ -141,6 +153,8 @@ bool KernelVerifier::checkValue(const KExpr &e, llvm::SMLoc loc) {
                             std::to_string(e.args.size()) + " indices");
     if (e.dtype != buffer->type.getDType())
       return error(loc, "load of '%" + e.name + "' has the wrong dtype");
+    if (!checkLaunchScope(*buffer, loc))
+      return false;
     for (const KExprPtr &index : e.args)
       if (!checkIndex(*index, loc))
         return false;
@@ -281,6 +295,8 @@ bool KernelVerifier::checkThreadStmt(const LStmt &stmt, bool inVector) {
       return error(stmt.loc, "store to unknown buffer '%" + stmt.buffer + "'");
     if (buffer->role == KBuffer::Input)
       return error(stmt.loc, "store to the input '%" + stmt.buffer + "'");
+    if (!checkLaunchScope(*buffer, stmt.loc))
+      return false;
     if (int64_t(stmt.indices.size()) != buffer->type.getRank())
       return error(stmt.loc, "'%" + stmt.buffer + "' has rank " +
                                  std::to_string(buffer->type.getRank()) + " but is indexed with " +
@@ -304,6 +320,7 @@ bool KernelVerifier::checkLaunch(const LLaunch &launch) {
   if (launch.threads < 1 || launch.threads > 1024)
     return error(launch.loc, "a block has 1 to 1024 threads");
   scope.clear();
+  currentLaunch = &launch;
   if (!checkIndex(*launch.gridSize, launch.loc))
     return false;
   if (!declareVar(launch.blockVar, launch.loc) || !declareVar(launch.threadVar, launch.loc))
@@ -324,6 +341,8 @@ bool KernelVerifier::checkLaunch(const LLaunch &launch) {
                                                         : nullptr;
       if (!dst || !src || dst->role != KBuffer::Local || src->role != KBuffer::Local)
         return error(stmt.loc, "a shuffle moves a value between local buffers");
+      if (!checkLaunchScope(*dst, stmt.loc) || !checkLaunchScope(*src, stmt.loc))
+        return false;
       if (dst->type.getDType() != src->type.getDType())
         return error(stmt.loc, "a shuffle's buffers have different dtypes");
       if (launch.threads % 32 != 0)

@@ -76,9 +76,12 @@ public:
   bool verify() {
     const KSchedule &schedule = kernel.schedule;
     if (schedule.stages.size() != kernel.stages.size())
-      return error(kernel.loc, "the schedule has " + std::to_string(schedule.stages.size()) +
-                                   " entries but the kernel has " +
-                                   std::to_string(kernel.stages.size()) + " stages");
+      return error(kernel.loc,
+                   "the schedule has " + std::to_string(schedule.stages.size()) +
+                       (schedule.stages.size() == 1 ? " entry" : " entries") +
+                       " but the kernel has " + std::to_string(kernel.stages.size()) +
+                       (kernel.stages.size() == 1 ? " stage" : " stages") +
+                       "; give one entry per stage, in order");
     for (size_t i = 0; i < kernel.stages.size(); ++i) {
       const StageSchedule &entry = schedule.stages[i];
       const KStage &stage = kernel.stages[i];

@@ -85,9 +85,10 @@ bool Parser::parseKernel(Module &module) {
   while (token.isKeyword("launch"))
     if (!parseLaunch(*kernel))
       return false;
-  if (!expect(Token::RBrace, kernel->launches.empty()
-                                 ? "a stage, 'schedule', 'launch' or '}' to end the kernel"
-                                 : "'launch' or '}' to end the kernel"))
+  if (!expect(Token::RBrace, !kernel->launches.empty() ? "'launch' or '}' to end the kernel"
+                             : !kernel->schedule.empty()
+                                 ? "'launch' or '}' to end the kernel after its schedule"
+                                 : "a stage, 'schedule', 'launch' or '}' to end the kernel"))
     return false;
   currentKernel = nullptr;
   if (!verifyKernel(*kernel, diag)) {

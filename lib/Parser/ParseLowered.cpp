@@ -171,6 +171,9 @@ bool Parser::parseStore(LStmt &stmt, bool blockLevel) {
   if (!expect(Token::Equal, "'='"))
     return false;
   bool shuffle = token.isKeyword("shfl_xor") || token.isKeyword("shfl_down");
+  if (!shuffle && token.is(Token::BareIdent) && token.spelling.startswith("shfl_"))
+    return error("unknown shuffle '" + token.spelling.str() +
+                 "'; the lowered form has shfl_xor and shfl_down");
   if (shuffle != blockLevel)
     return error(blockLevel ? "a launch body holds 'parallel', 'barrier' and shuffles; "
                               "put stores in a 'parallel' region"

@@ -46,6 +46,13 @@ bool AnnotatePattern::run(Module &module, PassContext &context) {
       }
       continue;
     }
+    if (kernel->isLowered()) {
+      // Loops carry no index notation to analyse; like a TVM PrimFunc that
+      // the analysis cannot read, the kernel is opaque and fuses with nothing.
+      kernel->attrs.set("op_pattern", Attr::makeString("opaque"));
+      ++NumAnnotated;
+      continue;
+    }
     KernelPatternInfo info = analyzePatternKind(*kernel);
     kernel->attrs.set("op_pattern", Attr::makeString(patternKindName(info.kind).str()));
     ++NumAnnotated;

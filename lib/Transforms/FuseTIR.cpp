@@ -31,6 +31,7 @@
 #include <cctype>
 
 #include <map>
+#include <set>
 
 #define DEBUG_TYPE "fuse-tir"
 
@@ -288,6 +289,12 @@ static void collectReads(const KExprPtr &e, llvm::StringSet<> &reads) {
 }
 
 bool FuseTIR::run(Module &module, PassContext &context) {
+  std::set<std::string> calledBefore;
+  for (auto &function : module.functions)
+    function->forEachBinding([&](const Binding &binding) {
+      if (binding.kind == ExprKind::CallKernel)
+        calledBefore.insert(binding.callee);
+    });
   std::vector<std::unique_ptr<Kernel>> created;
   llvm::StringMap<std::vector<size_t>> keptParams; // fused name -> params kept
   llvm::StringSet<> fused;
@@ -352,7 +359,17 @@ bool FuseTIR::run(Module &module, PassContext &context) {
       binding.kind = ExprKind::CallKernel;
       binding.operands = std::move(operands);
     });
-  module.removeUncalledKernels(); // the members the merged kernels replace
+  // The members the merged kernels replace; kernels no function called
+  // before this pass (hand-written, say) are not this pass's to remove.
+  std::set<std::string> calledAfter;
+  for (auto &function : module.functions)
+    function->forEachBinding([&](const Binding &binding) {
+      if (binding.kind == ExprKind::CallKernel)
+        calledAfter.insert(binding.callee);
+    });
+  llvm::erase_if(module.kernels, [&](const std::unique_ptr<Kernel> &kernel) {
+    return calledBefore.count(kernel->name) && !calledAfter.count(kernel->name);
+  });
   return true;
 }
 

@@ -154,8 +154,12 @@ private:
   /// `stage`'s body (in its variables) with block-level producers read from
   /// shared memory, `bindings` substituted and thread-level reductions
   /// expanded into `pre`.
+  /// With `hoist`, a global element the value reads unconditionally more than
+  /// once is loaded once into a local first (a register, as CUDA would keep
+  /// it), which the counters then count once.
   KExprPtr lowerValue(const KStage &stage, const std::map<std::string, KExprPtr> &bindings,
-                      std::vector<LStmt> &pre, bool &ok);
+                      std::vector<LStmt> &pre, bool &ok, bool hoist = true);
+  KExprPtr hoistRepeatedLoads(KExprPtr value, std::vector<LStmt> &pre);
   KExprPtr combine(const KStage &stage, const std::string &acc, KExprPtr value) {
     return KExpr::call(stage.combiner, {KExpr::load(acc, {cnst(0)}, stage.accumulate),
                                         castTo(value, stage.accumulate)},
@@ -199,9 +203,50 @@ std::string KernelLowering::addBuffer(const std::string &base, KBuffer::Role rol
   return buffer.name;
 }
 
+/// Counts the loads of global memory (inputs, outputs, materialized
+/// internal buffers) that run whatever the data (not in a select branch, not
+/// right of && or ||), by printed form.
+static void countUnconditionalLoads(const KExpr &e, const Kernel &kernel,
+                                    std::map<std::string, int> &counts) {
+  if (e.kind == KExpr::Load) {
+    const KBuffer *buffer = kernel.findBuffer(e.name);
+    const StageSchedule *entry = kernel.schedule.find(e.name);
+    bool global = buffer && (buffer->role == KBuffer::Input || buffer->role == KBuffer::Output ||
+                             (buffer->role == KBuffer::Internal && entry &&
+                              entry->placement == StageSchedule::Root));
+    if (global)
+      ++counts[printExpr(e)];
+  }
+  size_t unconditional = e.kind == KExpr::Select || e.kind == KExpr::And || e.kind == KExpr::Or
+                             ? 1
+                             : e.args.size();
+  for (size_t i = 0; i < unconditional; ++i)
+    countUnconditionalLoads(*e.args[i], kernel, counts);
+}
+
+KExprPtr KernelLowering::hoistRepeatedLoads(KExprPtr value, std::vector<LStmt> &pre) {
+  std::map<std::string, int> counts;
+  countUnconditionalLoads(*value, kernel, counts);
+  std::map<std::string, std::string> registers;
+  return rewriteLoads(value, [&](const KExpr &load, const std::vector<KExprPtr> &indices) {
+    auto copy = std::make_shared<KExpr>(load);
+    copy->args = indices;
+    std::string key = printExpr(*copy);
+    auto count = counts.find(key);
+    if (count == counts.end() || count->second < 2)
+      return KExprPtr();
+    std::string &local = registers[key];
+    if (local.empty()) {
+      local = addBuffer(load.name + "_reg", KBuffer::Local, load.dtype, 1);
+      pre.push_back(store(local, {cnst(0)}, copy));
+    }
+    return KExpr::load(local, {cnst(0)}, load.dtype);
+  });
+}
+
 KExprPtr KernelLowering::lowerValue(const KStage &stage,
                                     const std::map<std::string, KExprPtr> &bindings,
-                                    std::vector<LStmt> &pre, bool &ok) {
+                                    std::vector<LStmt> &pre, bool &ok, bool hoist) {
   // Block-level producers: the consumer reads its own row of them.
   KExprPtr body = rewriteLoads(stage.body, [&](const KExpr &load,
                                                const std::vector<KExprPtr> &indices) {
@@ -224,6 +269,8 @@ KExprPtr KernelLowering::lowerValue(const KStage &stage,
     return KExpr::load(shared->second, {linear}, load.dtype);
   });
   body = substituteVars(body, bindings);
+  if (hoist)
+    body = hoistRepeatedLoads(body, pre);
   // Thread-level reductions, once per distinct index tuple of this value.
   std::map<std::string, std::string> computed;
   return rewriteLoads(body, [&](const KExpr &load, const std::vector<KExprPtr> &indices) {
@@ -303,7 +350,7 @@ bool KernelLowering::emitFlat(const KStage &stage, const StageMapping &mapping) 
     for (size_t d = 0; d < coords.size(); ++d)
       bindings[stage.spatialVars[d]] = coords[d];
     std::vector<LStmt> pre;
-    KExprPtr value = lowerValue(stage, bindings, pre, ok);
+    KExprPtr value = lowerValue(stage, bindings, pre, ok, /*hoist=*/false);
     if (!pre.empty())
       return error(entry.loc, "a vector loop cannot hold the reductions '%" + stage.buffer +
                                   "' computes per element; use vector = 1");
@@ -460,7 +507,7 @@ bool KernelLowering::emitStrided(const KStage &stage, const std::vector<KExprPtr
     bindings[stage.spatialVars[d]] = coords[d];
   bool ok = true;
   std::vector<LStmt> body;
-  KExprPtr value = lowerValue(stage, bindings, body, ok);
+  KExprPtr value = lowerValue(stage, bindings, body, ok, /*hoist=*/vector == 1);
   body.push_back(toShared ? store(target, {flatIndex}, value) : store(target, coords, value));
   if (vector > 1) {
     if (body.size() != 1)
@@ -567,6 +614,16 @@ bool KernelLowering::run() {
                                     rootOf(stage.buffer) + "' but '%" + reader.buffer +
                                     "' reads it elsewhere; materialize it");
     }
+  }
+  // A block-level stage needs its root's blocks to own rows.
+  for (const KStage &stage : stages) {
+    const StageSchedule &entry = scheduleOf(stage.buffer);
+    if (entry.placement == StageSchedule::ComputeAt && entry.level == StageSchedule::Block &&
+        scheduleOf(rootOf(stage.buffer)).mapping.kind != StageMapping::Rows)
+      return error(entry.loc, "compute_at(%" + entry.consumer + ", block) needs '%" +
+                                  rootOf(stage.buffer) +
+                                  "' to have a rows mapping, whose blocks own rows; its flat "
+                                  "blocks do not");
   }
   // 3. One launch per root stage.
   for (const KStage &stage : stages)

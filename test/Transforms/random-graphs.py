@@ -108,6 +108,13 @@ PIPE_B = "legalize,annotate-pattern,fuse-ops,fuse-tir"
 # combine in another order (per-thread partials, warp shuffles), so they are
 # compared with A within a tolerance, not bitwise.
 PIPE_D = "legalize,schedule,lower"
+# Ops that sum floats: lowered, they sum in another order (per-thread
+# partials, shuffles). Their results, and everything computed from them, may
+# differ from the interpreter's sequential order by more than any fixed
+# tolerance where the sum is ill-conditioned (a layer_norm of a near-constant
+# row, a truncating astype of a value near an integer).
+REASSOC_OPS = {"sum", "mean", "prod", "nn.softmax", "nn.log_softmax", "nn.layer_norm",
+               "nn.rms_norm", "matmul", "nn.conv2d", "nn.avg_pool2d", "nn.adaptive_avg_pool2d"}
 PIPE_E = "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower"
 CHECK_EACH_EVERY = 4
 VARIANT_EVERY = 3
@@ -400,6 +407,11 @@ class Gen:
     def add_binding(self, fmt, ops, dtype, shape, lo, hi, hint=None, fields=None,
                     show=None):
         v = Val(self.fresh(hint), dtype, shape, lo, hi, fields)
+        # Whether a float reduction (whose lowered form combines in another
+        # order) feeds this value: see compare_close.
+        head = fmt.split("(")[0].strip()
+        v.reassoc = head in REASSOC_OPS or head.startswith("call") or \
+            any(getattr(o, "reassoc", False) for o in ops)
         for o in ops:
             o.uses += 1
         if show is None:
@@ -1666,9 +1678,26 @@ def compare_outputs(dir_a, dir_b):
     return None
 
 
-def compare_close(dir_a, dir_b):
+def output_taints(prog):
+    """Per flattened output: whether a float reduction feeds it."""
+    taints = []
+    def flatten(v, reassoc):
+        if v.is_tuple:
+            for f in v.fields:
+                flatten(f, reassoc)
+        else:
+            taints.append(reassoc)
+    for r in prog.returns:
+        flatten(r, getattr(r, "reassoc", False))
+    return taints
+
+
+def compare_close(dir_a, dir_b, taints=None):
     """Like compare_outputs, but floats agree within a tolerance scaled by the
-    output's magnitude (reductions may combine in another order)."""
+    output's magnitude (reductions may combine in another order). An output
+    that a float reduction feeds (taints) may have up to 5% of its elements
+    outside the tolerance (ill-conditioned sums; see REASSOC_OPS); a wrong
+    index or guard shows up in untainted outputs, and in more elements."""
     fa = sorted(os.listdir(dir_a))
     fb = sorted(os.listdir(dir_b))
     if fa != fb:
@@ -1686,6 +1715,10 @@ def compare_close(dir_a, dir_b):
                 (np.isnan(a) & np.isnan(b))
         else:
             same = a == b
+        index = int(name[3:-4]) if name.startswith("out") else -1
+        if taints and 0 <= index < len(taints) and taints[index] and \
+                np.count_nonzero(~same) <= 0.05 * same.size:
+            continue
         if not np.all(same):
             bad = np.argwhere(~same)
             i = tuple(bad[0])
@@ -1793,7 +1826,7 @@ def check_text(text, prog, work, bins, check_each):
         if rc != 0:
             kind = "run-error" if rc in (1, 2) else "crash"
             return failures + [Failure(kind, "run-" + tag, se.strip()[-3000:], cmd)]
-        diff = compare_close(outs["A"], od)
+        diff = compare_close(outs["A"], od, output_taints(prog))
         if diff:
             failures.append(Failure("mismatch", "A-vs-" + tag, diff,
                                     ["fusec-run", "A.fir|%s.fir" % tag, "--random-inputs",

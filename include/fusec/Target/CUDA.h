@@ -69,6 +69,7 @@ struct CompileResult {
   std::string cubin;
   std::string log;
   std::map<std::string, ResourceUsage> usage; // by entry name
+  bool invalidOption = false; // NVRTC refused an option (an unsupported --arch)
 };
 
 /// The CUDA installation to use (headers, libnvrtc), or "" when none is

@@ -91,8 +91,8 @@ struct Chunk {
 
 /// The error for a failed program: the kernel at the first error line.
 std::string describeFailure(const Chunk &chunk, const std::string &arch) {
-  if (chunk.result.log.empty())
-    return chunk.error; // NVRTC itself could not run
+  if (chunk.result.log.empty() || chunk.result.invalidOption)
+    return chunk.error; // NVRTC could not run, or refused the options
   llvm::Regex lineRef("\\.cu\\(([0-9]+)\\): error");
   llvm::SmallVector<llvm::StringRef, 2> match;
   std::string kernel;
@@ -149,7 +149,7 @@ bool cuda::compileModule(const Module &module, const std::string &name,
   }
   for (const Chunk &chunk : chunks)
     if (!chunk.ok) {
-      codegenBug = !chunk.result.log.empty();
+      codegenBug = !chunk.result.log.empty() && !chunk.result.invalidOption;
       error = describeFailure(chunk, options.arch);
       return false;
     }

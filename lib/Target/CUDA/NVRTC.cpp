@@ -118,10 +118,11 @@ std::string cuda::findCudaPath(const std::string &flag, std::string &tried) {
         candidates.push_back({std::string("$") + variable, value});
   candidates.push_back({"the default", "/usr/local/cuda"});
   for (const auto &[source, path] : candidates) {
-    llvm::SmallString<256> header(path);
-    llvm::sys::path::append(header, "include", "cuda_fp16.h");
+    llvm::SmallString<256> fp16(path), bf16(path);
+    llvm::sys::path::append(fp16, "include", "cuda_fp16.h");
+    llvm::sys::path::append(bf16, "include", "cuda_bf16.h");
     tried += (tried.empty() ? "" : ", ") + path + " (" + source + ")";
-    if (llvm::sys::fs::exists(header))
+    if (llvm::sys::fs::exists(fp16) && llvm::sys::fs::exists(bf16))
       return path;
     if (source == "--cuda-path")
       return ""; // an explicit path that does not hold CUDA is an error
@@ -168,7 +169,8 @@ bool cuda::compileWithNVRTC(const std::string &source, const std::string &name,
   std::string tried;
   std::string cudaPath = findCudaPath(options.cudaPath, tried);
   if (cudaPath.empty()) {
-    error = "cannot find the CUDA headers (cuda_fp16.h) NVRTC needs; looked in " + tried +
+    error = "cannot find the CUDA headers (cuda_fp16.h, cuda_bf16.h) NVRTC needs; looked in " +
+            tried +
             "; pass --cuda-path or set CUDA_HOME";
     return false;
   }
@@ -199,7 +201,12 @@ bool cuda::compileWithNVRTC(const std::string &source, const std::string &name,
   while (!result.log.empty() && result.log.back() == '\0')
     result.log.pop_back();
   if (status != 0) {
-    error = std::string(nvrtc->getErrorString(status)) + ":\n" + result.log;
+    // NVRTC_ERROR_INVALID_OPTION: the request (e.g. an --arch this NVRTC
+    // does not know), not the generated code.
+    result.invalidOption = status == 5;
+    error = result.invalidOption
+                ? "NVRTC does not accept --arch=" + options.arch + ": " + result.log
+                : std::string(nvrtc->getErrorString(status)) + ":\n" + result.log;
     nvrtc->destroyProgram(&program);
     return false;
   }

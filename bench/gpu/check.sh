@@ -20,7 +20,7 @@ if [ ! -x build/bin/fusec ]; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-echo "| sample | pipeline | kernels | result | median ms | min ms |"
+echo "| sample | pipeline | launch statements | result | median ms | min ms |"
 echo "| --- | --- | --- | --- | --- | --- |"
 status=0
 for sample in samples/*.fir; do

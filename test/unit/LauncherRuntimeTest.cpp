@@ -73,6 +73,7 @@ struct FakeDriver {
       return 0;
     };
     driver.getErrorString = nullptr;
+    driver.ctxSynchronize = [] { return 0; };
     return driver;
   }
 };

@@ -48,7 +48,7 @@ enum Status : int {
   ErrorDType = 2,  // an input or output of the wrong dtype
   ErrorShape = 3,  // a shape that does not match (or binds a dim two ways)
   ErrorCuda = 4,   // a driver call failed
-  ErrorState = 5,  // run() before load(), or a bad module image
+  ErrorState = 5,  // run() before load(), or an unreadable cubin file
 };
 
 /// A tensor in device memory, row-major.
@@ -121,6 +121,7 @@ struct Driver {
                       unsigned blockX, unsigned blockY, unsigned blockZ, unsigned sharedBytes,
                       void *stream, void **params, void **extra);
   int (*getErrorString)(int error, const char **text);
+  int (*ctxSynchronize)();
 };
 
 /// Evaluates a postfix expression over the bound dims.
@@ -327,8 +328,12 @@ public:
     int64_t total = 0;
     std::vector<int64_t> offsets = planWorkspace(dims, total);
     if (total > workspaceBytes) {
-      if (workspace)
+      // Earlier runs may still be using the old workspace on some stream.
+      if (workspace) {
+        if (int status = check(driver.ctxSynchronize(), "cuCtxSynchronize"))
+          return status;
         driver.memFree(workspace);
+      }
       workspace = 0;
       workspaceBytes = 0;
       if (int status = check(driver.memAlloc(&workspace, static_cast<size_t>(total)), "cuMemAlloc"))

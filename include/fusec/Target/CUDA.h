@@ -20,8 +20,9 @@ namespace cuda {
 /// The device functions every generated file starts with.
 const char *getPrelude();
 
-/// The entry-point name of `kernel`'s launch `index`: the sanitized kernel
-/// name, suffixed `_<index>` when the kernel has several launches.
+/// The entry-point name of `kernel`'s launch `index`: the kernel name
+/// (characters other than letters, digits and `_` spelled `_xNN_`) followed
+/// by `_kernel`, and by the launch index when the kernel has several.
 std::string getEntryName(const Kernel &kernel, size_t index);
 
 /// The parameters of every entry point of `kernel`, in order: its inputs,

@@ -138,6 +138,15 @@ bool isIndexNode(const KExpr &e) {
          e.isPredicate() || (e.kind == KExpr::Select && e.dtype == DType::i64);
 }
 
+bool containsLoad(const KExpr &e) {
+  if (e.kind == KExpr::Load)
+    return true;
+  for (const KExprPtr &arg : e.args)
+    if (arg && containsLoad(*arg))
+      return true;
+  return false;
+}
+
 /// Whether an index expression is known not to be negative (all variables
 /// and dims are), so that floordiv and mod are C's `/` and `%`.
 bool nonNegative(const KExpr &e) {
@@ -212,9 +221,16 @@ std::string KernelEmitter::offset(const std::string &buffer,
   const Shape &shape = declared->type.getShape();
   if (indices.empty())
     return "0";
-  std::string text = index(*indices[0]);
+  // Indices computed from loaded data (gathers) are clamped into the buffer.
+  auto component = [&](size_t d) {
+    std::string text = index(*indices[d]);
+    if (containsLoad(*indices[d]))
+      text = "fc_clamp(" + text + ", " + dimText(shape[d]) + ")";
+    return text;
+  };
+  std::string text = component(0);
   for (size_t d = 1; d < indices.size(); ++d)
-    text = "(" + text + ") * " + dimText(shape[d]) + " + " + index(*indices[d]);
+    text = "(" + text + ") * " + dimText(shape[d]) + " + " + component(d);
   return text;
 }
 
@@ -475,7 +491,8 @@ void KernelEmitter::emitLaunch(const LLaunch &launch, size_t index) {
     int64_t elements = 1;
     for (const Dim &dim : buffer.type.getShape())
       elements *= dim.size;
-    line(std::string(buffer.role == KBuffer::Shared ? "__shared__ " : "") +
+    // 16-byte alignment: a vector loop may access them as uint4.
+    line(std::string(buffer.role == KBuffer::Shared ? "__shared__ " : "") + "alignas(16) " +
          storageType(buffer.type.getDType()) + " " + bufferName(buffer.name) + "[" +
          std::to_string(std::max<int64_t>(elements, 1)) + "];");
   }

@@ -82,6 +82,7 @@ struct CudaDriver {
     bind(engine.memcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2"});
     bind(engine.launchKernel, {"cuLaunchKernel"});
     bind(engine.getErrorString, {"cuGetErrorString"});
+    bind(engine.ctxSynchronize, {"cuCtxSynchronize"});
     if (!missing.empty()) {
       error = "the CUDA driver lacks " + missing;
       return false;

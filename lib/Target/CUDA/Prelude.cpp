@@ -54,6 +54,9 @@ __device__ __forceinline__ fc_i64 fc_floordiv(fc_i64 a, fc_i64 b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 __device__ __forceinline__ fc_i64 fc_mod(fc_i64 a, fc_i64 b) { return a - fc_floordiv(a, b) * b; }
+// A data-dependent index (take's) still out of range after its negative
+// wrap is clamped (spec section 4); the interpreter reports it instead.
+__device__ __forceinline__ fc_i64 fc_clamp(fc_i64 i, fc_i64 n) { return i < 0 ? 0 : (i >= n ? n - 1 : i); }
 
 // Float operations.
 __device__ __forceinline__ float fc_exp(float x) { return expf(x); }

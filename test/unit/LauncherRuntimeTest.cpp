@@ -194,13 +194,17 @@ func @main(%x: f32[n], %y: f32[n]) -> (f32[n], f32[n]) {
   REQUIRE(engine.load("image") == fusec_rt::Ok);
   FakeDriver::launches().clear();
   std::vector<fusec_rt::TensorRef> inputs = {tensor(0x10, fusec_rt::DType::f32, {5}),
-                                             tensor(0x18, fusec_rt::DType::f32, {6})};
+                                             tensor(0x18, fusec_rt::DType::f32, {5})};
+  std::vector<int64_t> unaligned;
+  CHECK(engine.bind(inputs, unaligned) == fusec_rt::ErrorAlignment);
+  CHECK(engine.lastError() == "input 1 (%y) must be 16-byte aligned (cuMemAlloc's are)");
+  inputs[1] = tensor(0x30, fusec_rt::DType::f32, {6});
   std::vector<int64_t> dims;
   CHECK(engine.bind(inputs, dims) == fusec_rt::ErrorShape);
   CHECK(engine.lastError() == "input 1 (%y) dim 0 binds 'n' to 6 but it is already 5");
   inputs[1].shape = {5};
   std::vector<fusec_rt::TensorRef> outputs = {tensor(0x20, fusec_rt::DType::f32, {5}),
-                                              tensor(0x28, fusec_rt::DType::f32, {5})};
+                                              tensor(0x40, fusec_rt::DType::f32, {5})};
   REQUIRE(engine.run(inputs, outputs, nullptr) == fusec_rt::Ok);
   REQUIRE(FakeDriver::launches().size() == 2);
   CHECK(FakeDriver::launches()[0].function == "add_kernel");

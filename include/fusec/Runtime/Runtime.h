@@ -49,6 +49,7 @@ enum Status : int {
   ErrorShape = 3,  // a shape that does not match (or binds a dim two ways)
   ErrorCuda = 4,   // a driver call failed
   ErrorState = 5,  // run() before load(), or an unreadable cubin file
+  ErrorAlignment = 6, // a tensor not 16-byte aligned (kernels use vector access)
 };
 
 /// A tensor in device memory, row-major.
@@ -210,6 +211,8 @@ public:
       if (input.dtype != slot.dtype)
         return fail(ErrorDType, what + " must be " + dtypeName(slot.dtype) + ", not " +
                                     dtypeName(input.dtype));
+      if (input.data % 16 != 0)
+        return fail(ErrorAlignment, what + " must be 16-byte aligned (cuMemAlloc's are)");
       if (static_cast<int>(input.shape.size()) != slot.rank)
         return fail(ErrorShape, what + " must have rank " + std::to_string(slot.rank) +
                                     ", not " + std::to_string(input.shape.size()));
@@ -324,6 +327,9 @@ public:
                                     dtypeName(desc.slots[slot].dtype));
       if (output.shape != shapeOf(slot, dims))
         return fail(ErrorShape, "output " + std::to_string(o) + " has the wrong shape");
+      if (output.data % 16 != 0)
+        return fail(ErrorAlignment, "output " + std::to_string(o) +
+                                        " must be 16-byte aligned (cuMemAlloc's are)");
     }
     int64_t total = 0;
     std::vector<int64_t> offsets = planWorkspace(dims, total);

@@ -15,7 +15,9 @@
 //   6. a lowered kernel (no stages, launches instead): shared and local
 //      buffers have static shapes, block-level statements (parallel,
 //      barrier, shuffle) only in a launch body, loops/ifs/stores only in a
-//      parallel body, every variable bound by the launch, an enclosing loop
+//      parallel body (block-level loops, whose extent no thread variable
+//      may change, hold block-level statements), every variable bound by
+//      the launch, an enclosing loop
 //      or a symbolic dim, shuffles between locals of one dtype with constant
 //      indices, vector loops of a constant power-of-two width holding stores
 //      only.
@@ -51,6 +53,7 @@ private:
   bool checkStage(const KStage &stage);
   bool checkLowered();
   bool checkLaunch(const LLaunch &launch);
+  bool checkBlockStmts(const std::vector<LStmt> &body, const LLaunch &launch);
   bool checkThreadStmt(const LStmt &stmt, bool inVector);
   bool declareVar(const std::string &name, llvm::SMLoc loc);
   bool checkIndex(const KExpr &e, llvm::SMLoc loc);
@@ -325,8 +328,25 @@ bool KernelVerifier::checkLaunch(const LLaunch &launch) {
     return false;
   if (!declareVar(launch.blockVar, launch.loc) || !declareVar(launch.threadVar, launch.loc))
     return false;
-  for (const LStmt &stmt : launch.body) {
+  return checkBlockStmts(launch.body, launch);
+}
+
+bool KernelVerifier::checkBlockStmts(const std::vector<LStmt> &body, const LLaunch &launch) {
+  for (const LStmt &stmt : body) {
     switch (stmt.kind) {
+    case LStmt::For:
+      // Every thread runs a block-level loop in step (barriers inside).
+      if (!checkIndex(*stmt.extent, stmt.loc))
+        return false;
+      if (usesVar(*stmt.extent, launch.threadVar))
+        return error(stmt.loc, "a block-level loop's extent must be the same for every "
+                               "thread; it uses '" + launch.threadVar + "'");
+      if (stmt.loopKind == LStmt::Vector)
+        return error(stmt.loc, "a vector loop belongs inside a parallel region");
+      if (!declareVar(stmt.var, stmt.loc) || !checkBlockStmts(stmt.body, launch))
+        return false;
+      scope.erase(stmt.var);
+      break;
     case LStmt::Parallel:
       for (const LStmt &inner : stmt.body)
         if (!checkThreadStmt(inner, false))
@@ -365,7 +385,8 @@ bool KernelVerifier::checkLaunch(const LLaunch &launch) {
       break;
     }
     default:
-      return error(stmt.loc, "a launch body holds 'parallel', 'barrier' and shuffles");
+      return error(stmt.loc, "a launch body holds 'parallel', 'barrier', shuffles and "
+                             "block-level loops");
     }
   }
   return true;

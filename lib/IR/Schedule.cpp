@@ -27,6 +27,12 @@ const StageSchedule *KSchedule::find(llvm::StringRef stage) const {
 }
 
 static std::string printMapping(const StageMapping &mapping) {
+  if (mapping.kind == StageMapping::Tiles)
+    return "tiles(block_m = " + std::to_string(mapping.blockM) +
+           ", block_n = " + std::to_string(mapping.blockN) +
+           ", block_k = " + std::to_string(mapping.blockK) +
+           ", thread_m = " + std::to_string(mapping.threadM) +
+           ", thread_n = " + std::to_string(mapping.threadN) + ")";
   std::string text = mapping.kind == StageMapping::Flat ? "flat" : "rows";
   text += "(threads = " + std::to_string(mapping.threads) +
           ", vector = " + std::to_string(mapping.vector);
@@ -116,6 +122,28 @@ public:
       }
       case StageSchedule::Root: {
         const StageMapping &mapping = entry.mapping;
+        if (mapping.kind == StageMapping::Tiles) {
+          auto positive = [](int64_t v) { return v >= 1 && v <= 1024; };
+          if (!positive(mapping.blockM) || !positive(mapping.blockN) ||
+              !positive(mapping.blockK) || !positive(mapping.threadM) ||
+              !positive(mapping.threadN))
+            return error(entry.loc, "tile sizes must be in [1, 1024]");
+          if (mapping.blockM % mapping.threadM != 0 || mapping.blockN % mapping.threadN != 0)
+            return error(entry.loc, "thread_m must divide block_m and thread_n block_n");
+          if (mapping.threads < 1 || mapping.threads > 1024)
+            return error(entry.loc, "a tile needs (block_m / thread_m) * (block_n / thread_n) "
+                                    "threads, at most 1024");
+          if (!stage.isReduction() && stage.reduceVars.empty()) {
+            bool readsThreadLevel = false;
+            for (size_t j = 0; j < i; ++j)
+              readsThreadLevel |= schedule.stages[j].placement == StageSchedule::ComputeAt &&
+                                  schedule.stages[j].consumer == stage.buffer;
+            if (!readsThreadLevel)
+              return error(entry.loc, "tiles apply to a contraction: the stage itself, or "
+                                      "one computed at it");
+          }
+          break;
+        }
         if (mapping.threads < 1 || mapping.threads > 1024)
           return error(entry.loc, "threads must be in [1, 1024]");
         if (mapping.vector < 1 || mapping.vector > 16 ||

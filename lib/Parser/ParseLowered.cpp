@@ -4,11 +4,14 @@
 //   entry    ::= %stage ':' ( 'inline'
 //                           | 'compute_at' '(' %consumer ',' ('block'|'thread') ')'
 //                           | 'materialize'? mapping )
-//   mapping  ::= ('flat'|'rows') '(' (key '=' int),* ')'   keys: threads, vector, inner
+//   mapping  ::= ('flat'|'rows'|'tiles') '(' (key '=' int),* ')'
+//                keys: threads, vector, inner (rows); block_m, block_n,
+//                block_k, thread_m, thread_n (tiles)
 //   launch   ::= 'launch' 'grid' '(' var ':' index ')' 'block' '(' var ':' int ')'
 //                '{' (('shared'|'local') %name ':' type)* block-stmt* '}'
 //   block-stmt ::= 'parallel' '{' thread-stmt* '}' | 'barrier'
 //                | %dst '[' index,* ']' '=' ('shfl_xor'|'shfl_down') '(' load ',' int ')'
+//                | 'for' var 'in' ('serial'|'unroll') '(' index ')' '{' block-stmt* '}'
 //   thread-stmt ::= 'for' var 'in' ('serial'|'unroll'|'vector') '(' index ')' '{' thread-stmt* '}'
 //                 | 'if' index '{' thread-stmt* '}' ('else' '{' thread-stmt* '}')?
 //                 | %buf '[' index,* ']' '=' expr
@@ -52,33 +55,52 @@ bool Parser::parseMapping(StageMapping &mapping) {
     mapping.kind = StageMapping::Flat;
   else if (token.isKeyword("rows"))
     mapping.kind = StageMapping::Rows;
+  else if (token.isKeyword("tiles"))
+    mapping.kind = StageMapping::Tiles;
   else
-    return error("expected a mapping ('flat(...)' or 'rows(...)'), found " + describeToken());
+    return error("expected a mapping ('flat(...)', 'rows(...)' or 'tiles(...)'), found " +
+                 describeToken());
   consume();
   if (!expect(Token::LParen, "'(' and the mapping's parameters"))
     return false;
-  return parseCommaList(Token::RParen, ")", "a parameter", "the mapping", [&] {
+  bool parsed = parseCommaList(Token::RParen, ")", "a parameter", "the mapping", [&] {
     if (!token.is(Token::BareIdent))
-      return error("expected a mapping parameter (threads, vector, inner), found " +
-                   describeToken());
+      return error("expected a mapping parameter, found " + describeToken());
     std::string key = token.spelling.str();
     llvm::SMLoc keyLoc = token.getLoc();
     consume();
     int64_t value = 0;
     if (!expect(Token::Equal, "'='") || !parseInt(value, "an integer"))
       return false;
-    if (key == "threads")
+    bool tiles = mapping.kind == StageMapping::Tiles;
+    if (key == "threads" && !tiles)
       mapping.threads = value;
-    else if (key == "vector")
+    else if (key == "vector" && !tiles)
       mapping.vector = value;
     else if (key == "inner" && mapping.kind == StageMapping::Rows)
       mapping.inner = value;
+    else if (key == "block_m" && tiles)
+      mapping.blockM = value;
+    else if (key == "block_n" && tiles)
+      mapping.blockN = value;
+    else if (key == "block_k" && tiles)
+      mapping.blockK = value;
+    else if (key == "thread_m" && tiles)
+      mapping.threadM = value;
+    else if (key == "thread_n" && tiles)
+      mapping.threadN = value;
     else
       return errorAt(keyLoc, "unknown parameter '" + key + "' of a " +
-                                 (mapping.kind == StageMapping::Flat ? "flat" : "rows") +
+                                 (mapping.kind == StageMapping::Flat   ? "flat"
+                                  : mapping.kind == StageMapping::Rows ? "rows"
+                                                                       : "tiles") +
                                  " mapping");
     return true;
   });
+  if (parsed && mapping.kind == StageMapping::Tiles && mapping.threadM > 0 &&
+      mapping.threadN > 0)
+    mapping.threads = (mapping.blockM / mapping.threadM) * (mapping.blockN / mapping.threadN);
+  return parsed;
 }
 
 bool Parser::parseScheduleEntry(Kernel &kernel) {
@@ -272,6 +294,23 @@ bool Parser::parseBlockStmt(LLaunch &launch, std::vector<LStmt> &out) {
   } else if (token.isKeyword("barrier")) {
     consume();
     stmt.kind = LStmt::Barrier;
+  } else if (token.isKeyword("for")) {
+    // A block-level loop: its body is block-level statements.
+    consume();
+    stmt.kind = LStmt::For;
+    if (!parseLoopVar(stmt.var) || !expectKeyword("in"))
+      return false;
+    if (token.isKeyword("serial"))
+      stmt.loopKind = LStmt::Serial;
+    else if (token.isKeyword("unroll"))
+      stmt.loopKind = LStmt::Unroll;
+    else
+      return error("expected 'serial' or 'unroll' for a block-level loop, found " +
+                   describeToken());
+    consume();
+    if (!expect(Token::LParen, "'(' and the loop extent") || !(stmt.extent = parseIndexExpr()) ||
+        !expect(Token::RParen, "')'") || !parseStmtBlock(stmt.body, true, &launch))
+      return false;
   } else if (token.is(Token::LocalName)) {
     if (!parseStore(stmt, true))
       return false;

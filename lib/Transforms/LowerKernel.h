@@ -1,8 +1,16 @@
 //===- LowerKernel.h - Lowering one kernel (private) ------------*- C++ -*-===//
+//
+// The lowering of one scheduled kernel, shared by LowerKernel.cpp (inlining,
+// flat and rows mappings, the driver) and LowerTiles.cpp (tiled
+// contractions): index-building helpers and the KernelLowering class.
+//
+//===----------------------------------------------------------------------===//
 #ifndef FUSEC_LIB_TRANSFORMS_LOWERKERNEL_H
 #define FUSEC_LIB_TRANSFORMS_LOWERKERNEL_H
 
 #include "fusec/IR/Kernel.h"
+
+#include <set>
 
 namespace fusec {
 
@@ -10,6 +18,157 @@ namespace fusec {
 /// Returns false after a diagnostic when the schedule cannot be applied.
 bool lowerKernel(Kernel &kernel, DiagEngine &diag);
 
+namespace lowering {
+
+inline KExprPtr dimExpr(const Dim &dim) {
+  return dim.isSymbolic() ? KExpr::var(dim.symbol) : KExpr::intConst(dim.size);
+}
+inline KExprPtr add(KExprPtr a, KExprPtr b) { return foldIndex(KExpr::Add, a, b); }
+inline KExprPtr mul(KExprPtr a, KExprPtr b) { return foldIndex(KExpr::Mul, a, b); }
+inline KExprPtr cnst(int64_t v) { return KExpr::intConst(v); }
+inline KExprPtr ceilDiv(KExprPtr a, int64_t b) {
+  return foldIndex(KExpr::FloorDiv, add(a, cnst(b - 1)), cnst(b));
+}
+inline KExprPtr product(const std::vector<KExprPtr> &extents) {
+  KExprPtr total = cnst(1);
+  for (const KExprPtr &extent : extents)
+    total = mul(total, extent);
+  return total;
+}
+
+/// Row-major coordinates of `flat` in `extents`.
+inline std::vector<KExprPtr> coordinatesOf(const KExprPtr &flat, const std::vector<KExprPtr> &extents) {
+  std::vector<KExprPtr> coords(extents.size());
+  KExprPtr stride = cnst(1);
+  for (size_t d = extents.size(); d-- > 0;) {
+    KExprPtr scaled = foldIndex(KExpr::FloorDiv, flat, stride);
+    coords[d] = d == 0 ? scaled : foldIndex(KExpr::Mod, scaled, extents[d]);
+    stride = mul(stride, extents[d]);
+  }
+  return coords;
+}
+
+inline LStmt store(const std::string &buffer, std::vector<KExprPtr> indices, KExprPtr value) {
+  LStmt stmt;
+  stmt.kind = LStmt::Store;
+  stmt.buffer = buffer;
+  stmt.indices = std::move(indices);
+  stmt.value = std::move(value);
+  return stmt;
+}
+inline LStmt loop(LStmt::LoopKind kind, const std::string &var, KExprPtr extent,
+           std::vector<LStmt> body) {
+  LStmt stmt;
+  stmt.kind = LStmt::For;
+  stmt.loopKind = kind;
+  stmt.var = var;
+  stmt.extent = std::move(extent);
+  stmt.body = std::move(body);
+  return stmt;
+}
+inline std::vector<LStmt> guarded(KExprPtr cond, std::vector<LStmt> body) {
+  if (!cond)
+    return body;
+  LStmt stmt;
+  stmt.kind = LStmt::If;
+  stmt.cond = std::move(cond);
+  stmt.body = std::move(body);
+  std::vector<LStmt> out;
+  out.push_back(std::move(stmt));
+  return out;
+}
+inline LStmt blockStmt(LStmt::Kind kind, std::vector<LStmt> body = {}) {
+  LStmt stmt;
+  stmt.kind = kind;
+  stmt.body = std::move(body);
+  return stmt;
+}
+inline KExprPtr lt(KExprPtr a, KExprPtr b) { return KExpr::binary(KExpr::Lt, a, b); }
+inline KExprPtr castTo(KExprPtr value, DType dtype) {
+  return value->dtype == dtype ? value : KExpr::cast(value, dtype);
+}
+
+class KernelLowering {
+public:
+  KernelLowering(Kernel &kernel, DiagEngine &diag) : kernel(kernel), diag(diag) {}
+  bool run();
+
+public: // the mappings live in several files
+  bool error(llvm::SMLoc loc, const llvm::Twine &message) {
+    diag.error(loc.isValid() ? loc : kernel.loc,
+               "cannot lower kernel '@" + kernel.name + "': " + message);
+    return false;
+  }
+  const StageSchedule &scheduleOf(const std::string &stage) {
+    return *kernel.schedule.find(stage);
+  }
+  const KStage *stageOf(llvm::StringRef buffer) {
+    for (const KStage &stage : stages)
+      if (stage.buffer == buffer)
+        return &stage;
+    return nullptr;
+  }
+  std::vector<KExprPtr> extentsOf(const std::string &buffer) {
+    std::vector<KExprPtr> extents;
+    for (const Dim &dim : kernel.findBuffer(buffer)->type.getShape())
+      extents.push_back(dimExpr(dim));
+    return extents;
+  }
+  /// The root stage a block-level stage is computed in (following chains).
+  const std::string &rootOf(const std::string &stage) {
+    const StageSchedule *entry = &scheduleOf(stage);
+    while (entry->placement == StageSchedule::ComputeAt)
+      entry = &scheduleOf(entry->consumer);
+    return entry->stage;
+  }
+
+  // Names, fresh within the kernel (buffers) and the launch (variables).
+  std::string freshVar(const std::string &base);
+  std::string freshBuffer(const std::string &base);
+  std::string addBuffer(const std::string &base, KBuffer::Role role, DType dtype,
+                        int64_t size);
+
+  bool lowerRoot(const KStage &root);
+  bool emitFlat(const KStage &stage, const StageMapping &mapping);
+  bool emitRows(const KStage &stage, const StageMapping &mapping);
+  /// A contraction tiled through shared memory (LowerTiles.cpp).
+  bool emitTiles(const KStage &root, const StageMapping &mapping);
+  /// A reduction computed by the whole block for the row at `rowCoords`.
+  bool emitBlockReduction(const KStage &stage, const std::vector<KExprPtr> &rowCoords,
+                          const std::string &target, std::vector<KExprPtr> targetIndices);
+  /// A spatial stage whose threads stride over the inner extents of a row.
+  bool emitStrided(const KStage &stage, const std::vector<KExprPtr> &rowCoords,
+                   int64_t vector, bool toShared);
+  /// A reduction folded serially by one thread into a fresh local; the
+  /// statements go to `out`; returns the local's name.
+  std::string emitSerialReduction(const KStage &stage, std::map<std::string, KExprPtr> bindings,
+                                  std::vector<LStmt> &out, bool &ok);
+  /// `stage`'s body (in its variables) with block-level producers read from
+  /// shared memory, `bindings` substituted and thread-level reductions
+  /// expanded into `pre`.
+  /// With `hoist`, a global element the value reads unconditionally more than
+  /// once is loaded once into a local first (a register, as CUDA would keep
+  /// it), which the counters then count once.
+  KExprPtr lowerValue(const KStage &stage, const std::map<std::string, KExprPtr> &bindings,
+                      std::vector<LStmt> &pre, bool &ok, bool hoist = true);
+  KExprPtr hoistRepeatedLoads(KExprPtr value, std::vector<LStmt> &pre);
+  KExprPtr combine(const KStage &stage, const std::string &acc, KExprPtr value) {
+    return KExpr::call(stage.combiner, {KExpr::load(acc, {cnst(0)}, stage.accumulate),
+                                        castTo(value, stage.accumulate)},
+                       stage.accumulate);
+  }
+
+  Kernel &kernel;
+  DiagEngine &diag;
+  std::vector<KStage> stages; // bodies with inline stages substituted
+  std::set<std::string> usedVars, usedBuffers;
+  std::map<std::string, std::string> sharedOf; // block-level stage -> shared buffer
+  std::map<std::string, int64_t> rowRankOf;    // block-level stage -> rows it shares
+  LLaunch *launch = nullptr;
+};
+
+
+} // namespace lowering
 } // namespace fusec
 
 #endif

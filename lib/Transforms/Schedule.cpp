@@ -9,9 +9,11 @@
 //
 // Algorithm: try the rules in order; the first that applies decides
 //   1. elementwise (ScheduleElementwise.cpp): no reductions;
-//   2. reduction (ScheduleReduction.cpp): row reductions with their
+//   2. matmul (ScheduleMatmul.cpp): a contraction (matmul, batched matmul,
+//      convolution) with its prologues and elementwise epilogue, tiled;
+//   3. reduction (ScheduleReduction.cpp): row reductions with their
 //      elementwise prologues and epilogues;
-//   3. fallback (ScheduleFallback.cpp): everything else.
+//   4. fallback (ScheduleFallback.cpp): everything else.
 // The schedule is verified against the stages (a failure is a bug of a
 // rule: exit code 3).
 //
@@ -24,6 +26,7 @@
 using namespace fusec;
 
 FUSEC_STATISTIC(NumElementwise, "num-elementwise", "Kernels scheduled by the elementwise rule");
+FUSEC_STATISTIC(NumMatmul, "num-matmul", "Kernels scheduled by the matmul (tiled contraction) rule");
 FUSEC_STATISTIC(NumReduction, "num-reduction", "Kernels scheduled by the row-reduction rule");
 FUSEC_STATISTIC(NumFallback, "num-fallback", "Kernels scheduled by the fallback rule");
 
@@ -39,6 +42,8 @@ public:
       KSchedule schedule;
       if (scheduleElementwise(*kernel, schedule)) {
         ++NumElementwise;
+      } else if (scheduleMatmul(*kernel, schedule)) {
+        ++NumMatmul;
       } else if (scheduleRowReduction(*kernel, schedule)) {
         ++NumReduction;
       } else {

@@ -11,6 +11,8 @@
 
 #include "fusec/IR/Kernel.h"
 
+#include <set>
+
 namespace fusec {
 
 /// Threads per block of the flat mappings.
@@ -28,6 +30,22 @@ int64_t chooseVectorWidth(const Kernel &kernel, const KStage &stage);
 bool readsAtOwnIndex(const KExpr &body, llvm::StringRef producer,
                      const std::vector<std::string> &vars, bool exact);
 
+/// A contraction `out[s] = sum_r X(s, r) * Y(s, r)` seen as a (batched)
+/// GEMM: spatial variables that only X's loads use are M, only Y's are N,
+/// both are batch; K is the reduction domain. The operands are kept as
+/// expressions (anything inlined into them, a prologue, comes along);
+/// `xDType`/`yDType` are what a tile holds: the operand before its
+/// conversion to the accumulation dtype, which is applied as the tile is
+/// read.
+struct Contraction {
+  const KStage *stage = nullptr;
+  std::vector<size_t> batch, m, n; // positions in stage->spatialVars
+  KExprPtr x, y;                   // operands, before the conversions
+  DType xDType = DType::f32, yDType = DType::f32;
+};
+/// Recognizes a contraction (ScheduleMatmul.cpp); needs M and N non-empty.
+bool analyzeContraction(const KStage &stage, Contraction &contraction);
+
 /// No reductions: inline every internal stage, map outputs flat with
 /// vector accesses.
 bool scheduleElementwise(const Kernel &kernel, KSchedule &schedule);
@@ -35,6 +53,9 @@ bool scheduleElementwise(const Kernel &kernel, KSchedule &schedule);
 /// softmax, layer_norm, mean): one block per row, reductions computed at
 /// block level, spatial stages inlined.
 bool scheduleRowReduction(const Kernel &kernel, KSchedule &schedule);
+/// A contraction with at least a 16 x 16 output tile per batch, alone or
+/// with an elementwise epilogue: tiles through shared memory.
+bool scheduleMatmul(const Kernel &kernel, KSchedule &schedule);
 /// Anything else: spatial stages inlined, a reduction read element-wise by
 /// one stage computed in that stage's threads, every other reduction
 /// materialized; outputs flat.

@@ -126,11 +126,20 @@ struct StageMapping {
     /// (strided loads, warp shuffles, shared memory across warps); a
     /// spatial stage's threads stride over the row's inner elements.
     Rows,
+    /// A contraction (matmul, batched matmul, convolution as implicit GEMM)
+    /// tiled: each block computes a blockM x blockN tile of the output,
+    /// stepping through the reduction blockK at a time with both operand
+    /// tiles staged in shared memory; each thread accumulates a threadM x
+    /// threadN sub-tile in registers, then applies the elementwise epilogue
+    /// to it before the store.
+    Tiles,
   };
   Kind kind = Flat;
   int64_t threads = 256;
   int64_t vector = 1;
   int64_t inner = 0; // Rows only
+  // Tiles only (threads = (blockM / threadM) * (blockN / threadN)).
+  int64_t blockM = 64, blockN = 64, blockK = 16, threadM = 4, threadN = 4;
 };
 
 /// Where one stage is computed.
@@ -165,7 +174,9 @@ struct KSchedule {
 //===----------------------------------------------------------------------===//
 
 /// One statement of a launch. Block-level statements (the launch body) are
-/// Parallel, Barrier and Shuffle; a Parallel body holds For, If and Store.
+/// Parallel, Barrier, Shuffle and For (a loop every thread of the block runs
+/// in step, its extent the same for all threads); a Parallel body holds
+/// For, If and Store.
 struct LStmt {
   enum Kind {
     Parallel, // every thread of the block runs the body (`parallel { }`)

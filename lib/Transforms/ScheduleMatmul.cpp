@@ -1,0 +1,135 @@
+//===- ScheduleMatmul.cpp - Contractions: matmul, batched matmul, conv ----===//
+//
+// Contract: applies to a kernel whose one output either is a contraction
+// (a sum of products of loads, one shared by several outputs) or reads one
+// at its own index (an elementwise epilogue: bias, relu, gelu, residual
+// add, cast), every other internal stage being spatial (inlined: into the
+// operands as prologues, into the epilogue). The contraction is seen as a
+// batched GEMM (analyzeContraction): matmul's M and N, a convolution's
+// (batch, height, width) x (output channels), K its reduction domain.
+//
+// Schedule:
+//   1. spatial internals: inline;
+//   2. the contraction: compute_at(output, thread) when it is internal (its
+//      accumulators are the epilogue's input);
+//   3. the output: tiles(...) with sizes from this table (SIMT, every dtype):
+//        M >= 64 and N >= 64 (or symbolic): 64 x 64 x 16, 4 x 4 per thread
+//        otherwise:                          32 x 32 x 16, 2 x 2 per thread
+//      both 256 threads; boundary tiles are guarded, so any M, N, K works.
+//
+//===----------------------------------------------------------------------===//
+#include "ScheduleRules.h"
+
+using namespace fusec;
+
+static void collectVarsOfLoads(const KExpr &e, std::set<std::string> &vars) {
+  if (e.kind == KExpr::Var)
+    vars.insert(e.name);
+  for (const KExprPtr &arg : e.args)
+    if (arg)
+      collectVarsOfLoads(*arg, vars);
+}
+
+static bool hasLoad(const KExpr &e) {
+  if (e.kind == KExpr::Load)
+    return true;
+  for (const KExprPtr &arg : e.args)
+    if (arg && hasLoad(*arg))
+      return true;
+  return false;
+}
+
+bool fusec::analyzeContraction(const KStage &stage, Contraction &contraction) {
+  if (stage.combiner != "add" || stage.reduceVars.empty())
+    return false;
+  const KExpr *body = stage.body.get();
+  if (body->kind != KExpr::Call || body->name != "multiply")
+    return false;
+  KExprPtr x = body->args[0], y = body->args[1];
+  if (!hasLoad(*x) || !hasLoad(*y))
+    return false;
+  std::set<std::string> xVars, yVars;
+  collectVarsOfLoads(*x, xVars);
+  collectVarsOfLoads(*y, yVars);
+  contraction = Contraction();
+  contraction.stage = &stage;
+  for (size_t d = 0; d < stage.spatialVars.size(); ++d) {
+    bool inX = xVars.count(stage.spatialVars[d]), inY = yVars.count(stage.spatialVars[d]);
+    (inX && !inY ? contraction.m : !inX && inY ? contraction.n : contraction.batch).push_back(d);
+  }
+  if (contraction.m.empty() || contraction.n.empty())
+    return false;
+  // Tiles hold the operands before their conversion to the accumulator.
+  auto strip = [](KExprPtr e, DType &dtype) {
+    if (e->kind == KExpr::Cast && e->args[0]->kind != KExpr::Literal &&
+        (e->args[0]->dtype == DType::f16 || e->args[0]->dtype == DType::bf16 ||
+         e->args[0]->dtype == DType::i8))
+      e = e->args[0];
+    dtype = e->dtype;
+    return e;
+  };
+  contraction.x = strip(x, contraction.xDType);
+  contraction.y = strip(y, contraction.yDType);
+  return true;
+}
+
+bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule) {
+  if (kernel.outputs.size() != 1)
+    return false;
+  std::vector<KStage> stages = inlineSpatialInternals(kernel);
+  const KStage *output = nullptr, *core = nullptr;
+  for (const KStage &stage : stages) {
+    if (!isInternal(kernel, stage))
+      output = &stage;
+    else if (stage.isReduction()) {
+      if (core)
+        return false; // two reductions: not a single contraction
+      core = &stage;
+    }
+  }
+  if (!output)
+    return false;
+  if (output->isReduction()) {
+    if (core)
+      return false;
+    core = output;
+  } else if (!core || !readsAtOwnIndex(*output->body, core->buffer, output->spatialVars, true)) {
+    return false;
+  }
+  Contraction contraction;
+  if (!analyzeContraction(*core, contraction))
+    return false;
+  // Static M and N below 16 (a matrix-vector product) leave tiles idle.
+  const Shape &shape = kernel.findBuffer(core->buffer)->type.getShape();
+  auto extent = [&](const std::vector<size_t> &dims) {
+    int64_t total = 1;
+    for (size_t d : dims)
+      total *= shape[d].isSymbolic() ? 1024 : shape[d].size;
+    return total;
+  };
+  int64_t m = extent(contraction.m), n = extent(contraction.n);
+  if (m < 16 || n < 16)
+    return false;
+  schedule.rule = "matmul";
+  for (const KStage &stage : kernel.stages) {
+    StageSchedule entry;
+    entry.stage = stage.buffer;
+    if (stage.buffer == output->buffer) {
+      StageMapping &tiles = entry.mapping;
+      tiles.kind = StageMapping::Tiles;
+      bool large = m >= 64 && n >= 64;
+      tiles.blockM = tiles.blockN = large ? 64 : 32;
+      tiles.blockK = 16;
+      tiles.threadM = tiles.threadN = large ? 4 : 2;
+      tiles.threads = (tiles.blockM / tiles.threadM) * (tiles.blockN / tiles.threadN);
+    } else if (stage.buffer == core->buffer) {
+      entry.placement = StageSchedule::ComputeAt;
+      entry.consumer = output->buffer;
+      entry.level = StageSchedule::Thread;
+    } else {
+      entry.placement = StageSchedule::Inline;
+    }
+    schedule.stages.push_back(std::move(entry));
+  }
+  return true;
+}

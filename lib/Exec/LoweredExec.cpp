@@ -10,6 +10,14 @@
 // buffers and locals start each block as NaN, so a read before a write
 // shows up in the results instead of passing by accident.
 //
+// An mma runs per warp on the fragments its lanes hold, with the PTX
+// m16n8k16 layout (lane = 4 * g + t): A element i of a lane is row
+// g + 8 * ((i / 2) % 2), column 2t + i % 2 + 8 * (i / 4); B element i is
+// row (k) 2t + i % 2 + 8 * (i / 2), column g; C/D element i is row
+// g + 8 * (i / 2), column 2t + i % 2. D = C + A B, each product exact, the
+// sum taken in k order in f32 (rounded after every add), and counted as
+// 16 * 8 * 16 multiplies and adds per warp.
+//
 // Counting follows the emitted code: global loads and stores count their
 // bytes, except that a load which does not depend on a vector loop's lane
 // is made once for the vector (counted at lane 0); a contiguous vector
@@ -111,6 +119,39 @@ struct Shuffle final : Stmt {
   }
 };
 
+struct Mma final : Stmt {
+  Buffer *d, *a, *b, *c;
+  int64_t dOffset, aOffset, bOffset, cOffset, threads;
+  int64_t *multiplies, *adds;
+  void exec(int64_t *) override {
+    double A[16][16], B[16][8], C[16][8];
+    for (int64_t warp = 0; warp + 32 <= threads; warp += 32) {
+      for (int64_t lane = 0; lane < 32; ++lane) {
+        int64_t t = warp + lane, g = lane / 4, q = lane % 4;
+        for (int64_t i = 0; i < 8; ++i)
+          A[g + 8 * ((i / 2) % 2)][2 * q + i % 2 + 8 * (i / 4)] =
+              a->data[t * a->threadStride + aOffset + i];
+        for (int64_t i = 0; i < 4; ++i) {
+          B[2 * q + i % 2 + 8 * (i / 2)][g] = b->data[t * b->threadStride + bOffset + i];
+          C[g + 8 * (i / 2)][2 * q + i % 2] = c->data[t * c->threadStride + cOffset + i];
+        }
+      }
+      for (int64_t lane = 0; lane < 32; ++lane) {
+        int64_t t = warp + lane, g = lane / 4, q = lane % 4;
+        for (int64_t i = 0; i < 4; ++i) {
+          int64_t row = g + 8 * (i / 2), col = 2 * q + i % 2;
+          float sum = float(C[row][col]);
+          for (int64_t k = 0; k < 16; ++k)
+            sum = sum + float(A[row][k] * B[k][col]);
+          d->data[t * d->threadStride + dOffset + i] = sum;
+        }
+      }
+      *multiplies += 16 * 8 * 16;
+      *adds += 16 * 8 * 16;
+    }
+  }
+};
+
 struct Nothing final : Stmt {
   void exec(int64_t *) override {}
 };
@@ -153,6 +194,21 @@ public:
       shuffle->threads = threads;
       shuffle->isXor = stmt.shuffleMode == "xor";
       return shuffle;
+    }
+    case LStmt::Mma: {
+      auto mma = std::make_unique<Mma>();
+      mma->d = compiler.buffers.lookup(stmt.buffer);
+      mma->a = compiler.buffers.lookup(stmt.operands[0]->name);
+      mma->b = compiler.buffers.lookup(stmt.operands[1]->name);
+      mma->c = compiler.buffers.lookup(stmt.operands[2]->name);
+      mma->dOffset = stmt.indices[0]->intValue;
+      mma->aOffset = stmt.operands[0]->args[0]->intValue;
+      mma->bOffset = stmt.operands[1]->args[0]->intValue;
+      mma->cOffset = stmt.operands[2]->args[0]->intValue;
+      mma->threads = threads;
+      mma->multiplies = &compiler.counters.evaluations["multiply"];
+      mma->adds = &compiler.counters.evaluations["add"];
+      return mma;
     }
     case LStmt::For: {
       auto loop = std::make_unique<ForLoop>();

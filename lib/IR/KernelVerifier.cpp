@@ -259,7 +259,8 @@ bool KernelVerifier::checkThreadStmt(const LStmt &stmt, bool inVector) {
   case LStmt::Parallel:
   case LStmt::Barrier:
   case LStmt::Shuffle:
-    return error(stmt.loc, "'parallel', 'barrier' and shuffles belong to the launch "
+  case LStmt::Mma:
+    return error(stmt.loc, "'parallel', 'barrier', shuffles and mma belong to the launch "
                            "body, not inside a parallel region");
   case LStmt::For: {
     if (inVector)
@@ -354,6 +355,43 @@ bool KernelVerifier::checkBlockStmts(const std::vector<LStmt> &body, const LLaun
       break;
     case LStmt::Barrier:
       break;
+    case LStmt::Mma: {
+      if (launch.threads % 32 != 0)
+        return error(stmt.loc, "an mma needs whole warps (threads a multiple of 32)");
+      // Fragments: A 8 f16/bf16, B 4, C and D 4 f32, in locals, at constant
+      // offsets with room for the whole fragment.
+      auto fragment = [&](const std::string &name, const std::vector<KExprPtr> &indices,
+                          int64_t count, bool f32) -> bool {
+        const KBuffer *buffer = kernel.findBuffer(name);
+        if (!buffer || buffer->role != KBuffer::Local || buffer->type.getRank() != 1)
+          return error(stmt.loc, "an mma's fragments are 1-d local buffers");
+        if (!checkLaunchScope(*buffer, stmt.loc))
+          return false;
+        DType dtype = buffer->type.getDType();
+        if (f32 ? dtype != DType::f32 : (dtype != DType::f16 && dtype != DType::bf16))
+          return error(stmt.loc, std::string("an mma's ") +
+                                     (f32 ? "C and D fragments hold f32"
+                                          : "A and B fragments hold f16 or bf16"));
+        if (indices.size() != 1 || indices[0]->kind != KExpr::IntConst ||
+            indices[0]->intValue < 0 ||
+            indices[0]->intValue + count > buffer->type.getShape()[0].size)
+          return error(stmt.loc, "an mma fragment starts at a constant offset with room for " +
+                                     std::to_string(count) + " elements");
+        return true;
+      };
+      if (stmt.operands.size() != 3 || !fragment(stmt.buffer, stmt.indices, 4, true))
+        return false;
+      for (size_t i = 0; i < 3; ++i)
+        if (stmt.operands[i]->kind != KExpr::Load)
+          return error(stmt.loc, "an mma's operands are fragments");
+      if (!fragment(stmt.operands[0]->name, stmt.operands[0]->args, 8, false) ||
+          !fragment(stmt.operands[1]->name, stmt.operands[1]->args, 4, false) ||
+          !fragment(stmt.operands[2]->name, stmt.operands[2]->args, 4, true))
+        return false;
+      if (stmt.operands[0]->dtype != stmt.operands[1]->dtype)
+        return error(stmt.loc, "an mma's A and B fragments have one dtype");
+      break;
+    }
     case LStmt::Shuffle: {
       const KBuffer *dst = kernel.findBuffer(stmt.buffer);
       const KBuffer *src =

@@ -53,6 +53,11 @@ static void printStmt(const LStmt &stmt, int depth, std::string &text) {
             stmt.shuffleMode + "(" + printExpr(*stmt.value) + ", " +
             std::to_string(stmt.shuffleOffset) + ")\n";
     return;
+  case LStmt::Mma:
+    text += indent + printAccess(stmt.buffer, stmt.indices) + " = mma_m16n8k16(" +
+            printExpr(*stmt.operands[0]) + ", " + printExpr(*stmt.operands[1]) + ", " +
+            printExpr(*stmt.operands[2]) + ")\n";
+    return;
   case LStmt::For:
     text += indent + "for " + stmt.var + " in " + loopKindName(stmt.loopKind) + "(" +
             printExpr(*stmt.extent) + ") {\n";

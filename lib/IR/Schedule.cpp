@@ -27,6 +27,12 @@ const StageSchedule *KSchedule::find(llvm::StringRef stage) const {
 }
 
 static std::string printMapping(const StageMapping &mapping) {
+  if (mapping.kind == StageMapping::Tiles && mapping.mma)
+    return "tiles(block_m = " + std::to_string(mapping.blockM) +
+           ", block_n = " + std::to_string(mapping.blockN) +
+           ", block_k = " + std::to_string(mapping.blockK) +
+           ", warp_m = " + std::to_string(mapping.warpM) +
+           ", warp_n = " + std::to_string(mapping.warpN) + ", mma = 1)";
   if (mapping.kind == StageMapping::Tiles)
     return "tiles(block_m = " + std::to_string(mapping.blockM) +
            ", block_n = " + std::to_string(mapping.blockN) +
@@ -128,8 +134,18 @@ public:
               !positive(mapping.blockK) || !positive(mapping.threadM) ||
               !positive(mapping.threadN))
             return error(entry.loc, "tile sizes must be in [1, 1024]");
-          if (mapping.blockM % mapping.threadM != 0 || mapping.blockN % mapping.threadN != 0)
+          if (mapping.mma) {
+            if (mapping.warpM < 16 || mapping.warpN < 8 || mapping.warpM % 16 != 0 ||
+                mapping.warpN % 8 != 0 || mapping.blockM % mapping.warpM != 0 ||
+                mapping.blockN % mapping.warpN != 0)
+              return error(entry.loc, "with mma, warp_m is a multiple of 16 dividing block_m "
+                                      "and warp_n a multiple of 8 dividing block_n");
+            if (mapping.blockK != 16)
+              return error(entry.loc, "with mma, block_k is 16 (one m16n8k16 step)");
+          } else if (mapping.blockM % mapping.threadM != 0 ||
+                     mapping.blockN % mapping.threadN != 0) {
             return error(entry.loc, "thread_m must divide block_m and thread_n block_n");
+          }
           if (mapping.threads < 1 || mapping.threads > 1024)
             return error(entry.loc, "a tile needs (block_m / thread_m) * (block_n / thread_n) "
                                     "threads, at most 1024");

@@ -11,6 +11,8 @@
 //                '{' (('shared'|'local') %name ':' type)* block-stmt* '}'
 //   block-stmt ::= 'parallel' '{' thread-stmt* '}' | 'barrier'
 //                | %dst '[' index,* ']' '=' ('shfl_xor'|'shfl_down') '(' load ',' int ')'
+//                | %d '[' int ']' '=' 'mma_m16n8k16' '(' %a '[' int ']' ',' %b '[' int ']' ','
+//                                                       %c '[' int ']' ')'
 //                | 'for' var 'in' ('serial'|'unroll') '(' index ')' '{' block-stmt* '}'
 //   thread-stmt ::= 'for' var 'in' ('serial'|'unroll'|'vector') '(' index ')' '{' thread-stmt* '}'
 //                 | 'if' index '{' thread-stmt* '}' ('else' '{' thread-stmt* '}')?
@@ -89,6 +91,12 @@ bool Parser::parseMapping(StageMapping &mapping) {
       mapping.threadM = value;
     else if (key == "thread_n" && tiles)
       mapping.threadN = value;
+    else if (key == "warp_m" && tiles)
+      mapping.warpM = value;
+    else if (key == "warp_n" && tiles)
+      mapping.warpN = value;
+    else if (key == "mma" && tiles && (value == 0 || value == 1))
+      mapping.mma = value == 1;
     else
       return errorAt(keyLoc, "unknown parameter '" + key + "' of a " +
                                  (mapping.kind == StageMapping::Flat   ? "flat"
@@ -97,8 +105,11 @@ bool Parser::parseMapping(StageMapping &mapping) {
                                  " mapping");
     return true;
   });
-  if (parsed && mapping.kind == StageMapping::Tiles && mapping.threadM > 0 &&
-      mapping.threadN > 0)
+  if (parsed && mapping.kind == StageMapping::Tiles && mapping.mma && mapping.warpM > 0 &&
+      mapping.warpN > 0)
+    mapping.threads = 32 * (mapping.blockM / mapping.warpM) * (mapping.blockN / mapping.warpN);
+  else if (parsed && mapping.kind == StageMapping::Tiles && mapping.threadM > 0 &&
+           mapping.threadN > 0)
     mapping.threads = (mapping.blockM / mapping.threadM) * (mapping.blockN / mapping.threadN);
   return parsed;
 }
@@ -192,6 +203,23 @@ bool Parser::parseStore(LStmt &stmt, bool blockLevel) {
   consume();
   if (!expect(Token::Equal, "'='"))
     return false;
+  if (blockLevel && token.isKeyword("mma_m16n8k16")) {
+    stmt.kind = LStmt::Mma;
+    consume();
+    if (!expect(Token::LParen, "'(' and the A, B and C fragments"))
+      return false;
+    for (int i = 0; i < 3; ++i) {
+      if (i && !expect(Token::Comma, "','"))
+        return false;
+      if (!token.is(Token::LocalName))
+        return error("expected a fragment (a local buffer element), found " + describeToken());
+      MutableExpr fragment = parseKPrimary(ExprContext::Value);
+      if (!fragment)
+        return false;
+      stmt.operands.push_back(fragment);
+    }
+    return expect(Token::RParen, "')'");
+  }
   bool shuffle = token.isKeyword("shfl_xor") || token.isKeyword("shfl_down");
   if (!shuffle && token.is(Token::BareIdent) && token.spelling.startswith("shfl_"))
     return error("unknown shuffle '" + token.spelling.str() +

@@ -63,6 +63,17 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   int64_t bm = mapping.blockM, bn = mapping.blockN, bk = mapping.blockK, tm = mapping.threadM,
           tn = mapping.threadN;
   int64_t threadsN = bn / tn, threads = (bm / tm) * threadsN;
+  // Tensor cores: warps of warpM x warpN, each a grid of 16 x 8 mma tiles.
+  bool mma = mapping.mma;
+  int64_t wm = mapping.warpM, wn = mapping.warpN, warpsN = bn / wn;
+  int64_t mmaM = wm / 16, mmaN = wn / 8;
+  if (mma) {
+    threads = 32 * (bm / wm) * warpsN;
+    bool halves = contraction.xDType == contraction.yDType &&
+                  (contraction.xDType == DType::f16 || contraction.xDType == DType::bf16);
+    if (!halves || core->accumulate != DType::f32 || core->body->dtype != DType::f32)
+      return error(entry.loc, "mma needs f16 or bf16 operands accumulated in f32");
+  }
   KExprPtr tilesM = ceilDiv(totalM, bm), tilesN = ceilDiv(totalN, bn);
   launch->threads = threads;
   launch->gridSize = mul(batches, mul(tilesM, tilesN));
@@ -90,13 +101,15 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
 
   std::string tileA = addBuffer(core->buffer + "_a", KBuffer::Shared, contraction.xDType, bk * bm);
   std::string tileB = addBuffer(core->buffer + "_b", KBuffer::Shared, contraction.yDType, bk * bn);
-  std::string acc = addBuffer(core->buffer + "_acc", KBuffer::Local, core->accumulate, tm * tn);
+  int64_t accumulators = mma ? mmaM * mmaN * 4 : tm * tn;
+  std::string acc =
+      addBuffer(core->buffer + "_acc", KBuffer::Local, core->accumulate, accumulators);
   // 1. Zero the accumulators.
   std::string zeroVar = freshVar("i");
   std::vector<LStmt> zero;
   zero.push_back(store(acc, {KExpr::var(zeroVar)}, KExpr::literal(core->init, core->accumulate)));
   std::vector<LStmt> init;
-  init.push_back(loop(LStmt::Unroll, zeroVar, cnst(tm * tn), std::move(zero)));
+  init.push_back(loop(LStmt::Unroll, zeroVar, cnst(accumulators), std::move(zero)));
   launch->body.push_back(blockStmt(LStmt::Parallel, std::move(init)));
 
   // 2. The K loop: stage both tiles, then multiply-accumulate.
@@ -140,7 +153,63 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   kBody.push_back(stageTile(tileA, bm, true));
   kBody.push_back(stageTile(tileB, bk, false));
   kBody.push_back(blockStmt(LStmt::Barrier));
-  {
+  // The lane's place in the mma layouts: lane = 4 g + q.
+  KExprPtr warp = foldIndex(KExpr::FloorDiv, tx, cnst(32));
+  KExprPtr lane = foldIndex(KExpr::Mod, tx, cnst(32));
+  KExprPtr group = foldIndex(KExpr::FloorDiv, lane, cnst(4));
+  KExprPtr quad = foldIndex(KExpr::Mod, lane, cnst(4));
+  KExprPtr warpRow = foldIndex(KExpr::FloorDiv, warp, cnst(warpsN));
+  KExprPtr warpCol = foldIndex(KExpr::Mod, warp, cnst(warpsN));
+  if (mma) {
+    // Fragments from the shared tiles, then one mma per 16 x 8 tile.
+    std::string fragA = addBuffer(core->buffer + "_fa", KBuffer::Local, contraction.xDType, mmaM * 8);
+    std::string fragB = addBuffer(core->buffer + "_fb", KBuffer::Local, contraction.yDType, mmaN * 4);
+    std::string mi = freshVar("mi"), ni = freshVar("ni"), e = freshVar("e");
+    KExprPtr ev = KExpr::var(e);
+    KExprPtr evenOdd = foldIndex(KExpr::Mod, ev, cnst(2));
+    // A element e: row g + 8 ((e / 2) % 2), k 2q + e % 2 + 8 (e / 4).
+    KExprPtr aRow = add(mul(warpRow, cnst(wm)),
+                        add(mul(KExpr::var(mi), cnst(16)),
+                            add(group, mul(foldIndex(KExpr::Mod,
+                                                     foldIndex(KExpr::FloorDiv, ev, cnst(2)),
+                                                     cnst(2)),
+                                           cnst(8)))));
+    KExprPtr aK = add(mul(quad, cnst(2)),
+                      add(evenOdd, mul(foldIndex(KExpr::FloorDiv, ev, cnst(4)), cnst(8))));
+    std::vector<LStmt> loadA;
+    loadA.push_back(store(fragA, {add(mul(KExpr::var(mi), cnst(8)), ev)},
+                          KExpr::load(tileA, {add(mul(aK, cnst(bm)), aRow)}, contraction.xDType)));
+    std::vector<LStmt> overE;
+    overE.push_back(loop(LStmt::Unroll, e, cnst(8), std::move(loadA)));
+    std::vector<LStmt> fragments;
+    fragments.push_back(loop(LStmt::Unroll, mi, cnst(mmaM), std::move(overE)));
+    // B element e: k 2q + e % 2 + 8 (e / 2), column g.
+    std::string e2 = freshVar("e");
+    KExprPtr ev2 = KExpr::var(e2);
+    KExprPtr bK = add(mul(quad, cnst(2)),
+                      add(foldIndex(KExpr::Mod, ev2, cnst(2)),
+                          mul(foldIndex(KExpr::FloorDiv, ev2, cnst(2)), cnst(8))));
+    KExprPtr bCol = add(mul(warpCol, cnst(wn)), add(mul(KExpr::var(ni), cnst(8)), group));
+    std::vector<LStmt> loadB;
+    loadB.push_back(store(fragB, {add(mul(KExpr::var(ni), cnst(4)), ev2)},
+                          KExpr::load(tileB, {add(mul(bK, cnst(bn)), bCol)}, contraction.yDType)));
+    std::vector<LStmt> overE2;
+    overE2.push_back(loop(LStmt::Unroll, e2, cnst(4), std::move(loadB)));
+    fragments.push_back(loop(LStmt::Unroll, ni, cnst(mmaN), std::move(overE2)));
+    kBody.push_back(blockStmt(LStmt::Parallel, std::move(fragments)));
+    for (int64_t a = 0; a < mmaM; ++a)
+      for (int64_t b = 0; b < mmaN; ++b) {
+        LStmt step;
+        step.kind = LStmt::Mma;
+        int64_t offset = (a * mmaN + b) * 4;
+        step.buffer = acc;
+        step.indices = {cnst(offset)};
+        step.operands = {KExpr::load(fragA, {cnst(a * 8)}, contraction.xDType),
+                         KExpr::load(fragB, {cnst(b * 4)}, contraction.yDType),
+                         KExpr::load(acc, {cnst(offset)}, core->accumulate)};
+        kBody.push_back(std::move(step));
+      }
+  } else {
     std::string kk = freshVar("kk"), i = freshVar("i"), j = freshVar("j");
     const KExpr &product = *core->body;
     KExprPtr a = KExpr::load(tileA,
@@ -172,12 +241,29 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   kBody.push_back(blockStmt(LStmt::Barrier));
   launch->body.push_back(loop(LStmt::Serial, kStep, ceilDiv(totalK, bk), std::move(kBody)));
 
-  // 3. The epilogue, per accumulator.
-  std::string i = freshVar("i"), j = freshVar("j");
-  KExprPtr m = add(mul(tileM, cnst(bm)), add(mul(threadRow, cnst(tm)), KExpr::var(i)));
-  KExprPtr n = add(mul(tileN, cnst(bn)), add(mul(threadCol, cnst(tn)), KExpr::var(j)));
-  KExprPtr accValue = KExpr::load(acc, {add(mul(KExpr::var(i), cnst(tn)), KExpr::var(j))},
-                                  core->accumulate);
+  // 3. The epilogue, per accumulator: SIMT (i, j) of the thread's sub-tile;
+  // mma (i = mma tile row, j = mma tile column, c = C element).
+  std::string i = freshVar("i"), j = freshVar("j"), c = mma ? freshVar("c") : "";
+  KExprPtr m, n, accValue;
+  if (mma) {
+    KExprPtr cv = KExpr::var(c);
+    m = add(mul(tileM, cnst(bm)),
+            add(mul(warpRow, cnst(wm)),
+                add(mul(KExpr::var(i), cnst(16)),
+                    add(group, mul(foldIndex(KExpr::FloorDiv, cv, cnst(2)), cnst(8))))));
+    n = add(mul(tileN, cnst(bn)),
+            add(mul(warpCol, cnst(wn)),
+                add(mul(KExpr::var(j), cnst(8)),
+                    add(mul(quad, cnst(2)), foldIndex(KExpr::Mod, cv, cnst(2))))));
+    accValue = KExpr::load(
+        acc, {add(mul(add(mul(KExpr::var(i), cnst(mmaN)), KExpr::var(j)), cnst(4)), cv)},
+        core->accumulate);
+  } else {
+    m = add(mul(tileM, cnst(bm)), add(mul(threadRow, cnst(tm)), KExpr::var(i)));
+    n = add(mul(tileN, cnst(bn)), add(mul(threadCol, cnst(tn)), KExpr::var(j)));
+    accValue = KExpr::load(acc, {add(mul(KExpr::var(i), cnst(tn)), KExpr::var(j))},
+                           core->accumulate);
+  }
   DType coreDType = kernel.findBuffer(core->buffer)->type.getDType();
   std::map<std::string, KExprPtr> coreBindings;
   bind(coreBindings, contraction.batch, batchExtents, batch, core->spatialVars);
@@ -203,10 +289,16 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   }
   epilogue.push_back(store(root.buffer, coords, value));
   KExprPtr inside = KExpr::binary(KExpr::And, lt(m, totalM), lt(n, totalN));
+  std::vector<LStmt> body = guarded(inside, std::move(epilogue));
+  if (mma) {
+    std::vector<LStmt> overC;
+    overC.push_back(loop(LStmt::Unroll, c, cnst(4), std::move(body)));
+    body = std::move(overC);
+  }
   std::vector<LStmt> overJ;
-  overJ.push_back(loop(LStmt::Unroll, j, cnst(tn), guarded(inside, std::move(epilogue))));
+  overJ.push_back(loop(LStmt::Unroll, j, cnst(mma ? mmaN : tn), std::move(body)));
   std::vector<LStmt> overI;
-  overI.push_back(loop(LStmt::Unroll, i, cnst(tm), std::move(overJ)));
+  overI.push_back(loop(LStmt::Unroll, i, cnst(mma ? mmaM : tm), std::move(overJ)));
   launch->body.push_back(blockStmt(LStmt::Parallel, std::move(overI)));
   return ok;
 }

@@ -12,10 +12,14 @@
 //   1. spatial internals: inline;
 //   2. the contraction: compute_at(output, thread) when it is internal (its
 //      accumulators are the epilogue's input);
-//   3. the output: tiles(...) with sizes from this table (SIMT, every dtype):
-//        M >= 64 and N >= 64 (or symbolic): 64 x 64 x 16, 4 x 4 per thread
-//        otherwise:                          32 x 32 x 16, 2 x 2 per thread
-//      both 256 threads; boundary tiles are guarded, so any M, N, K works.
+//   3. the output: tiles(...) with sizes from this table (symbolic dims
+//      count as large; boundary tiles are guarded, so any M, N, K works):
+//        f16/bf16 operands, f32 accumulation (tensor cores, mma.sync m16n8k16):
+//          M >= 128 and N >= 128: 128 x 128 x 16, warps of 64 x 32 (256 threads)
+//          M >= 32 and N >= 32:    64 x  64 x 16, warps of 32 x 32 (128 threads)
+//        otherwise SIMT (every dtype):
+//          M >= 64 and N >= 64:    64 x  64 x 16, 4 x 4 per thread (256 threads)
+//          otherwise:              32 x  32 x 16, 2 x 2 per thread (256 threads)
 //
 //===----------------------------------------------------------------------===//
 #include "ScheduleRules.h"
@@ -117,11 +121,24 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule) {
     if (stage.buffer == output->buffer) {
       StageMapping &tiles = entry.mapping;
       tiles.kind = StageMapping::Tiles;
-      bool large = m >= 64 && n >= 64;
-      tiles.blockM = tiles.blockN = large ? 64 : 32;
       tiles.blockK = 16;
-      tiles.threadM = tiles.threadN = large ? 4 : 2;
-      tiles.threads = (tiles.blockM / tiles.threadM) * (tiles.blockN / tiles.threadN);
+      bool halves = contraction.xDType == contraction.yDType &&
+                    (contraction.xDType == DType::f16 || contraction.xDType == DType::bf16) &&
+                    core->accumulate == DType::f32 && core->body->dtype == DType::f32;
+      if (halves && m >= 32 && n >= 32) {
+        // Tensor cores: mma.sync m16n8k16 per warp.
+        bool large = m >= 128 && n >= 128;
+        tiles.mma = true;
+        tiles.blockM = tiles.blockN = large ? 128 : 64;
+        tiles.warpM = large ? 64 : 32;
+        tiles.warpN = 32;
+        tiles.threads = 32 * (tiles.blockM / tiles.warpM) * (tiles.blockN / tiles.warpN);
+      } else {
+        bool large = m >= 64 && n >= 64;
+        tiles.blockM = tiles.blockN = large ? 64 : 32;
+        tiles.threadM = tiles.threadN = large ? 4 : 2;
+        tiles.threads = (tiles.blockM / tiles.threadM) * (tiles.blockN / tiles.threadN);
+      }
     } else if (stage.buffer == core->buffer) {
       entry.placement = StageSchedule::ComputeAt;
       entry.consumer = output->buffer;

@@ -138,8 +138,13 @@ struct StageMapping {
   int64_t threads = 256;
   int64_t vector = 1;
   int64_t inner = 0; // Rows only
-  // Tiles only (threads = (blockM / threadM) * (blockN / threadN)).
+  // Tiles only. SIMT: threads = (blockM / threadM) * (blockN / threadN).
+  // With `mma` (tensor cores, f16/bf16 operands, f32 accumulation): each
+  // warp computes a warpM x warpN sub-tile with mma.sync m16n8k16, blockK
+  // is 16, and threads = 32 * (blockM / warpM) * (blockN / warpN).
   int64_t blockM = 64, blockN = 64, blockK = 16, threadM = 4, threadN = 4;
+  bool mma = false;
+  int64_t warpM = 32, warpN = 32;
 };
 
 /// Where one stage is computed.
@@ -182,6 +187,8 @@ struct LStmt {
     Parallel, // every thread of the block runs the body (`parallel { }`)
     Barrier,  // __syncthreads()
     Shuffle,  // %dst[i] = shfl_xor|shfl_down(%src[j], offset): all threads
+    Mma,      // %d[i] = mma_m16n8k16(%a[j], %b[k], %c[l]): each warp, on the
+              // fragments its lanes hold (docs/ir.md#mma), all threads
     For,      // for var in serial|unroll|vector(extent) { body }
     If,       // if cond { body } else { elseBody }
     Store,    // %buffer[indices] = value
@@ -200,6 +207,7 @@ struct LStmt {
   KExprPtr value;
   std::string shuffleMode; // "xor" or "down"
   int64_t shuffleOffset = 0;
+  std::vector<KExprPtr> operands; // Mma: loads of the A, B and C fragments
   std::vector<LStmt> body, elseBody;
   llvm::SMLoc loc;
 };

@@ -431,6 +431,33 @@ void KernelEmitter::emitStmt(const LStmt &stmt) {
          std::to_string(stmt.shuffleOffset) + ");");
     return;
   }
+  case LStmt::Mma: {
+    // The fragments' registers, as PTX wants them: A and B as 32-bit pairs
+    // of f16/bf16, C and D as floats (layout: docs/ir.md).
+    DType dtype = kernel.findBuffer(stmt.operands[0]->name)->type.getDType();
+    const char *kind = dtype == DType::bf16 ? "bf16" : "f16";
+    auto element = [&](const KExpr &load, int64_t i) {
+      return bufferName(load.name) + "[" + std::to_string(load.args[0]->intValue + i) + "]";
+    };
+    auto words = [&](const KExpr &load, int64_t count) {
+      std::string text;
+      for (int64_t i = 0; i < count; ++i)
+        text += std::string(i ? ", " : "") + "\"r\"(*reinterpret_cast<const unsigned *>(&" +
+                element(load, 2 * i) + "))";
+      return text;
+    };
+    std::string d, c;
+    for (int64_t i = 0; i < 4; ++i) {
+      d += std::string(i ? ", " : "") + "\"=f\"(" + bufferName(stmt.buffer) + "[" +
+           std::to_string(stmt.indices[0]->intValue + i) + "])";
+      c += std::string(", \"f\"(") + element(*stmt.operands[2], i) + ")";
+    }
+    line(std::string("asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.") + kind + "." +
+         kind + ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\"");
+    line("    : " + d);
+    line("    : " + words(*stmt.operands[0], 4) + ", " + words(*stmt.operands[1], 2) + c + ");");
+    return;
+  }
   case LStmt::For: {
     if (stmt.loopKind == LStmt::Vector)
       return emitVectorLoop(stmt);

@@ -113,6 +113,17 @@ int fusec::runBackend(const Module &module, const BackendRequest &request,
       add("spill-loads", uint64_t(usage.spillLoadBytes), "Bytes of spill loads");
       add("stack", uint64_t(usage.stackBytes), "Bytes of stack frame");
       add("shared", uint64_t(usage.sharedBytes), "Bytes of static shared memory");
+      // A tiled contraction: its tile and whether tensor cores compute it.
+      const Attr *tile = kernel->attrs.get("tile");
+      if (tile && tile->kind == Attr::List && tile->list.size() == 3) {
+        add("tile-m", uint64_t(tile->list[0].intValue), "Rows of C per block");
+        add("tile-n", uint64_t(tile->list[1].intValue), "Columns of C per block");
+        add("tile-k", uint64_t(tile->list[2].intValue), "Reduction step staged in shared memory");
+        add("pipeline-stages", 1, "Shared-memory buffers per operand (1: no double buffering)");
+        const Attr *cores = kernel->attrs.get("tensor_cores");
+        add("tensor-cores", cores && cores->kind == Attr::Bool && cores->boolValue ? 1 : 0,
+            "1 when mma.sync computes the tile");
+      }
     }
   return ExitSuccess;
 }

@@ -77,6 +77,10 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   KExprPtr tilesM = ceilDiv(totalM, bm), tilesN = ceilDiv(totalN, bn);
   launch->threads = threads;
   launch->gridSize = mul(batches, mul(tilesM, tilesN));
+  // The tile shape stays visible after lowering (and in --stats).
+  kernel.attrs.set("tile", Attr::makeList({Attr::makeInt(bm), Attr::makeInt(bn),
+                                           Attr::makeInt(bk)}));
+  kernel.attrs.set("tensor_cores", Attr::makeBool(mma));
   KExprPtr bx = KExpr::var(launch->blockVar), tx = KExpr::var(launch->threadVar);
   KExprPtr tileN = foldIndex(KExpr::Mod, bx, tilesN);
   KExprPtr tileM = foldIndex(KExpr::Mod, foldIndex(KExpr::FloorDiv, bx, tilesN), tilesM);

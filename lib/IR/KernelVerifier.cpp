@@ -118,10 +118,11 @@ bool KernelVerifier::checkIndex(const KExpr &e, llvm::SMLoc loc) {
                             " holds " + dtypeName(e.dtype));
     return checkValue(e, loc);
   case KExpr::Select:
+    // An integer select is an index or a value (after inlining, a value
+    // select can land in a cast); its condition any bool.
     if (e.args[0]->dtype != DType::boolean)
       return error(loc, "select needs a bool condition");
-    return checkIndex(*e.args[0], loc) && checkIndex(*e.args[1], loc) &&
-           checkIndex(*e.args[2], loc);
+    return checkAny(*e.args[0], loc) && checkAny(*e.args[1], loc) && checkAny(*e.args[2], loc);
   default:
     if (e.isIndexArith() || e.isPredicate()) {
       for (const KExprPtr &arg : e.args) {

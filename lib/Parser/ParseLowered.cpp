@@ -155,7 +155,8 @@ bool Parser::parseScheduleEntry(Kernel &kernel) {
                      "without 'materialize'");
       consume();
     } else if (buffer->role == KBuffer::Internal &&
-               (token.isKeyword("flat") || token.isKeyword("rows"))) {
+               (token.isKeyword("flat") || token.isKeyword("rows") ||
+                token.isKeyword("tiles"))) {
       return error("an internal root stage is written 'materialize " +
                    token.spelling.str() + "(...)'");
     }
@@ -225,7 +226,8 @@ bool Parser::parseStore(LStmt &stmt, bool blockLevel) {
     return error("unknown shuffle '" + token.spelling.str() +
                  "'; the lowered form has shfl_xor and shfl_down");
   if (shuffle != blockLevel)
-    return error(blockLevel ? "a launch body holds 'parallel', 'barrier' and shuffles; "
+    return error(blockLevel ? "a launch body holds 'parallel', 'barrier', shuffles, mma and "
+                              "block-level loops; "
                               "put stores in a 'parallel' region"
                             : "shuffles belong to the launch body, outside 'parallel'");
   untypedLiterals.clear();
@@ -345,7 +347,8 @@ bool Parser::parseBlockStmt(LLaunch &launch, std::vector<LStmt> &out) {
   } else if (token.isKeyword("shared") || token.isKeyword("local")) {
     return error("declare shared and local buffers at the top of the launch");
   } else {
-    return error("expected 'parallel', 'barrier' or a shuffle, found " + describeToken());
+    return error("expected 'parallel', 'barrier', 'for', a shuffle or an mma, found " +
+                 describeToken());
   }
   (void)launch;
   out.push_back(std::move(stmt));

@@ -481,8 +481,13 @@ bool KernelLowering::run() {
         scheduleOf(rootOf(stage.buffer)).mapping.kind != StageMapping::Rows)
       return error(entry.loc, "compute_at(%" + entry.consumer + ", block) needs '%" +
                                   rootOf(stage.buffer) +
-                                  "' to have a rows mapping, whose blocks own rows; its flat "
-                                  "blocks do not");
+                                  "' to have a rows mapping, whose blocks own rows; the blocks "
+                                  "of its " +
+                                  (scheduleOf(rootOf(stage.buffer)).mapping.kind ==
+                                           StageMapping::Flat
+                                       ? "flat"
+                                       : "tiles") +
+                                  " mapping do not");
   }
   // 3. One launch per root stage.
   for (const KStage &stage : stages)

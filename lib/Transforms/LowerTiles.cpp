@@ -75,6 +75,13 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
       return error(entry.loc, "mma needs f16 or bf16 operands accumulated in f32");
   }
   KExprPtr tilesM = ceilDiv(totalM, bm), tilesN = ceilDiv(totalN, bn);
+  // Static shared memory: both tiles must fit the 48 KiB a block declares.
+  int64_t sharedBytes = bk * bm * dtypeBytes(contraction.xDType) +
+                        bk * bn * dtypeBytes(contraction.yDType);
+  if (sharedBytes > 48 * 1024)
+    return error(entry.loc, "the tiles need " + std::to_string(sharedBytes) +
+                                " bytes of shared memory, over the 49152 a block can declare; "
+                                "use smaller block_m, block_n or block_k");
   launch->threads = threads;
   launch->gridSize = mul(batches, mul(tilesM, tilesN));
   // The tile shape stays visible after lowering (and in --stats).

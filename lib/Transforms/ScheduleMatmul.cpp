@@ -64,11 +64,21 @@ bool fusec::analyzeContraction(const KStage &stage, Contraction &contraction) {
   if (contraction.m.empty() || contraction.n.empty())
     return false;
   // Tiles hold the operands before their conversion to the accumulator.
-  auto strip = [](KExprPtr e, DType &dtype) {
-    if (e->kind == KExpr::Cast && e->args[0]->kind != KExpr::Literal &&
-        (e->args[0]->dtype == DType::f16 || e->args[0]->dtype == DType::bf16 ||
-         e->args[0]->dtype == DType::i8))
+  auto narrow = [](DType dtype) {
+    return dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::i8;
+  };
+  auto strip = [&](KExprPtr e, DType &dtype) {
+    if (e->kind == KExpr::Cast && e->args[0]->kind != KExpr::Literal && narrow(e->args[0]->dtype)) {
       e = e->args[0];
+    } else if (e->kind == KExpr::Select && e->args[1]->kind == KExpr::Cast &&
+               narrow(e->args[1]->args[0]->dtype) && e->args[2]->kind == KExpr::Literal &&
+               e->args[2]->floatValue == 0) {
+      // A convolution's padding: select(inside, f32(x[...]), 0.0) holds the
+      // same values as f32(select(inside, x[...], 0.0)); the tile keeps x's
+      // dtype (f16 tiles, tensor cores).
+      DType inner = e->args[1]->args[0]->dtype;
+      e = KExpr::select(e->args[0], e->args[1]->args[0], KExpr::literal(0, inner));
+    }
     dtype = e->dtype;
     return e;
   };

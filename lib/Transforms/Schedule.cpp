@@ -40,21 +40,26 @@ public:
       if (kernel->isLowered() || !kernel->schedule.empty())
         continue;
       KSchedule schedule;
-      if (scheduleElementwise(*kernel, schedule)) {
+      std::string elementwise, matmul, reduction, why;
+      if (scheduleElementwise(*kernel, schedule, elementwise)) {
         ++NumElementwise;
-      } else if (scheduleMatmul(*kernel, schedule)) {
+        why = elementwise;
+      } else if (scheduleMatmul(*kernel, schedule, matmul)) {
         ++NumMatmul;
-      } else if (scheduleRowReduction(*kernel, schedule)) {
+        why = matmul;
+      } else if (scheduleRowReduction(*kernel, schedule, reduction)) {
         ++NumReduction;
+        why = reduction;
       } else {
         schedule = KSchedule();
         scheduleFallback(*kernel, schedule);
         ++NumFallback;
+        why = "not matmul: " + matmul + "; not reduction: " + reduction;
       }
       kernel->schedule = std::move(schedule);
       if (context.remarks)
         *context.remarks << "remark: schedule: @" << kernel->name << " by the '"
-                         << kernel->schedule.rule << "' rule\n";
+                         << kernel->schedule.rule << "' rule (" << why << ")\n";
       if (!verifyKernel(*kernel, context.diag, "in schedule (@" + kernel->name + ")")) {
         context.internalError = true;
         return false;

@@ -50,10 +50,13 @@ bool fusec::readsAtOwnIndex(const KExpr &body, llvm::StringRef producer,
   return true;
 }
 
-bool fusec::scheduleElementwise(const Kernel &kernel, KSchedule &schedule) {
+bool fusec::scheduleElementwise(const Kernel &kernel, KSchedule &schedule, std::string &why) {
   for (const KStage &stage : kernel.stages)
-    if (stage.isReduction())
+    if (stage.isReduction()) {
+      why = "'%" + stage.buffer + "' is a reduction";
       return false;
+    }
+  why = "no reductions";
   schedule.rule = "elementwise";
   for (const KStage &stage : kernel.stages) {
     StageSchedule entry;

@@ -87,9 +87,9 @@ bool fusec::analyzeContraction(const KStage &stage, Contraction &contraction) {
   return true;
 }
 
-bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule) {
+bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::string &why) {
   if (kernel.outputs.size() != 1)
-    return false;
+    return why = "more than one output", false;
   std::vector<KStage> stages = inlineSpatialInternals(kernel);
   const KStage *output = nullptr, *core = nullptr;
   for (const KStage &stage : stages) {
@@ -97,22 +97,24 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule) {
       output = &stage;
     else if (stage.isReduction()) {
       if (core)
-        return false; // two reductions: not a single contraction
+        return why = "two reductions", false;
       core = &stage;
     }
   }
   if (!output)
-    return false;
+    return why = "no output stage", false;
   if (output->isReduction()) {
     if (core)
-      return false;
+      return why = "two reductions", false;
     core = output;
-  } else if (!core || !readsAtOwnIndex(*output->body, core->buffer, output->spatialVars, true)) {
-    return false;
+  } else if (!core) {
+    return why = "no reduction", false;
+  } else if (!readsAtOwnIndex(*output->body, core->buffer, output->spatialVars, true)) {
+    return why = "the output reads '%" + core->buffer + "' other than at its own index", false;
   }
   Contraction contraction;
   if (!analyzeContraction(*core, contraction))
-    return false;
+    return why = "'%" + core->buffer + "' is not a contraction", false;
   // Static M and N below 16 (a matrix-vector product) leave tiles idle.
   const Shape &shape = kernel.findBuffer(core->buffer)->type.getShape();
   auto extent = [&](const std::vector<size_t> &dims) {
@@ -123,7 +125,7 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule) {
   };
   int64_t m = extent(contraction.m), n = extent(contraction.n);
   if (m < 16 || n < 16)
-    return false;
+    return why = "M = " + std::to_string(m) + ", N = " + std::to_string(n) + ": below 16", false;
   schedule.rule = "matmul";
   for (const KStage &stage : kernel.stages) {
     StageSchedule entry;
@@ -135,7 +137,9 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule) {
       bool halves = contraction.xDType == contraction.yDType &&
                     (contraction.xDType == DType::f16 || contraction.xDType == DType::bf16) &&
                     core->accumulate == DType::f32 && core->body->dtype == DType::f32;
+      why = "a contraction, M = " + std::to_string(m) + ", N = " + std::to_string(n);
       if (halves && m >= 32 && n >= 32) {
+        why += ", f16/bf16 operands: tensor cores";
         // Tensor cores: mma.sync m16n8k16 per warp.
         bool large = m >= 128 && n >= 128;
         tiles.mma = true;

@@ -78,9 +78,9 @@ static bool isContraction(const KStage &stage) {
   return false;
 }
 
-bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule) {
+bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std::string &why) {
   if (kernel.outputs.size() != 1)
-    return false;
+    return why = "more than one output", false;
   std::vector<KStage> stages = inlineSpatialInternals(kernel);
   const KStage *output = nullptr;
   std::vector<const KStage *> reductions;
@@ -91,15 +91,18 @@ bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule) {
       reductions.push_back(&stage);
   }
   if (reductions.empty() || !output)
-    return false;
+    return why = "no reduction", false;
   const Type &rowType = kernel.findBuffer(reductions.front()->buffer)->type;
   std::vector<Dim> rows = rowType.getShape();
   int64_t reduced = 1;
   bool symbolicReduction = false;
   for (const KStage *reduction : reductions) {
-    if (kernel.findBuffer(reduction->buffer)->type.getShape() != rows ||
-        !reducesInnermost(*reduction->body, kernel, *reduction) || isContraction(*reduction))
-      return false;
+    if (kernel.findBuffer(reduction->buffer)->type.getShape() != rows)
+      return why = "reductions of different shapes", false;
+    if (!reducesInnermost(*reduction->body, kernel, *reduction))
+      return why = "'%" + reduction->buffer + "' reduces a column, not a row", false;
+    if (isContraction(*reduction))
+      return why = "'%" + reduction->buffer + "' is a contraction", false;
     int64_t extent = 1;
     for (const auto &[var, dim] : reduction->reduceVars) {
       symbolicReduction |= dim.isSymbolic();
@@ -109,10 +112,10 @@ bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule) {
   }
   const Type &outputType = kernel.findBuffer(output->buffer)->type;
   if (outputType.getRank() < int64_t(rows.size()))
-    return false;
+    return why = "the output does not have the reductions' rows", false;
   for (size_t d = 0; d < rows.size(); ++d)
     if (!(outputType.getShape()[d] == rows[d]))
-      return false;
+      return why = "the output does not have the reductions' rows", false;
   // Every reader of a reduction reads its own row.
   for (const KStage &reader : stages) {
     if (isInternal(kernel, reader) && !reader.isReduction())
@@ -121,14 +124,19 @@ bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule) {
                                      reader.spatialVars.begin() +
                                          std::min(rows.size(), reader.spatialVars.size()));
     if (rowVars.size() != rows.size())
-      return false;
+      return why = "'%" + reader.buffer + "' does not have the reductions' rows", false;
     for (const KStage *reduction : reductions)
       if (!readsAtOwnIndex(*reader.body, reduction->buffer, rowVars, false))
-        return false;
+        return why = "'%" + reader.buffer + "' reads '%" + reduction->buffer +
+                     "' outside its own row",
+               false;
   }
   int64_t threads = 32;
   while (threads < 256 && (symbolicReduction || threads < reduced))
     threads *= 2;
+  why = std::to_string(reductions.size()) + " row reduction(s) over " +
+        std::to_string(reduced) + (symbolicReduction ? "+" : "") + " elements; " +
+        std::to_string(threads) + " threads per row";
   schedule.rule = "reduction";
   for (const KStage &stage : kernel.stages) {
     StageSchedule entry;

@@ -46,16 +46,17 @@ struct Contraction {
 /// Recognizes a contraction (ScheduleMatmul.cpp); needs M and N non-empty.
 bool analyzeContraction(const KStage &stage, Contraction &contraction);
 
+/// Each rule says in `why` why it applied or declined (--remarks).
 /// No reductions: inline every internal stage, map outputs flat with
 /// vector accesses.
-bool scheduleElementwise(const Kernel &kernel, KSchedule &schedule);
+bool scheduleElementwise(const Kernel &kernel, KSchedule &schedule, std::string &why);
 /// Reductions that share their rows with the one output (row sums,
 /// softmax, layer_norm, mean): one block per row, reductions computed at
 /// block level, spatial stages inlined.
-bool scheduleRowReduction(const Kernel &kernel, KSchedule &schedule);
+bool scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std::string &why);
 /// A contraction with at least a 16 x 16 output tile per batch, alone or
 /// with an elementwise epilogue: tiles through shared memory.
-bool scheduleMatmul(const Kernel &kernel, KSchedule &schedule);
+bool scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::string &why);
 /// Anything else: spatial stages inlined, a reduction read element-wise by
 /// one stage computed in that stage's threads, every other reduction
 /// materialized; outputs flat.

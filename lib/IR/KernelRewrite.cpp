@@ -155,6 +155,15 @@ bool fusec::loadsBuffer(const KExpr &e, llvm::StringRef buffer) {
   return false;
 }
 
+bool fusec::hasLoad(const KExpr &e) {
+  if (e.kind == KExpr::Load)
+    return true;
+  for (const KExprPtr &arg : e.args)
+    if (arg && hasLoad(*arg))
+      return true;
+  return false;
+}
+
 int64_t fusec::knownMultipleOf(const KExpr &e) {
   switch (e.kind) {
   case KExpr::IntConst:

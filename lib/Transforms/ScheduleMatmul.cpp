@@ -34,15 +34,6 @@ static void collectVarsOfLoads(const KExpr &e, std::set<std::string> &vars) {
       collectVarsOfLoads(*arg, vars);
 }
 
-static bool hasLoad(const KExpr &e) {
-  if (e.kind == KExpr::Load)
-    return true;
-  for (const KExprPtr &arg : e.args)
-    if (arg && hasLoad(*arg))
-      return true;
-  return false;
-}
-
 bool fusec::analyzeContraction(const KStage &stage, Contraction &contraction) {
   if (stage.combiner != "add" || stage.reduceVars.empty())
     return false;

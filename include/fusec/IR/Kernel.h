@@ -265,6 +265,8 @@ KExprPtr inlineStage(const KExprPtr &e, const KStage &stage);
 bool usesVar(const KExpr &e, llvm::StringRef var);
 /// Whether `e` loads `buffer` anywhere.
 bool loadsBuffer(const KExpr &e, llvm::StringRef buffer);
+/// Whether `e` loads any buffer.
+bool hasLoad(const KExpr &e);
 /// The largest constant known to divide `e` (1 when nothing is known).
 int64_t knownMultipleOf(const KExpr &e);
 

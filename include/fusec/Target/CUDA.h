@@ -133,6 +133,9 @@ struct LaunchPlan {
   std::vector<TensorData> constants;
 };
 
+/// The launcher runtime's name for `dtype`.
+fusec_rt::DType toRuntimeDType(DType dtype);
+
 /// Builds the plan of `entry` (calls of graph functions are inlined).
 /// Returns false and sets `error` when the module is not fully lowered.
 bool buildLaunchPlan(const Module &module, const Function &entry, LaunchPlan &plan,

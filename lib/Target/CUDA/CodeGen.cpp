@@ -138,15 +138,6 @@ bool isIndexNode(const KExpr &e) {
          e.isPredicate() || (e.kind == KExpr::Select && e.dtype == DType::i64);
 }
 
-bool containsLoad(const KExpr &e) {
-  if (e.kind == KExpr::Load)
-    return true;
-  for (const KExprPtr &arg : e.args)
-    if (arg && containsLoad(*arg))
-      return true;
-  return false;
-}
-
 /// Whether an index expression is known not to be negative (all variables
 /// and dims are), so that floordiv and mod are C's `/` and `%`.
 bool nonNegative(const KExpr &e) {
@@ -224,7 +215,7 @@ std::string KernelEmitter::offset(const std::string &buffer,
   // Indices computed from loaded data (gathers) are clamped into the buffer.
   auto component = [&](size_t d) {
     std::string text = index(*indices[d]);
-    if (containsLoad(*indices[d]))
+    if (hasLoad(*indices[d]))
       text = "fc_clamp(" + text + ", " + dimText(shape[d]) + ")";
     return text;
   };

@@ -97,19 +97,6 @@ struct CudaDriver {
   }
 };
 
-fusec_rt::DType runtimeDTypeOf(DType dtype) {
-  switch (dtype) {
-  case DType::f32: return fusec_rt::DType::f32;
-  case DType::f16: return fusec_rt::DType::f16;
-  case DType::bf16: return fusec_rt::DType::bf16;
-  case DType::i8: return fusec_rt::DType::i8;
-  case DType::i32: return fusec_rt::DType::i32;
-  case DType::i64: return fusec_rt::DType::i64;
-  case DType::boolean: return fusec_rt::DType::boolean;
-  }
-  return fusec_rt::DType::f32;
-}
-
 } // namespace
 
 bool cuda::runOnDevice(const Module &module, const Function &entry,
@@ -164,7 +151,7 @@ bool cuda::runOnDevice(const Module &module, const Function &entry,
   for (auto &set : inputSets)
     for (const TensorData &data : inputs) {
       fusec_rt::TensorRef ref;
-      ref.dtype = runtimeDTypeOf(data.getDType());
+      ref.dtype = toRuntimeDType(data.getDType());
       ref.shape = data.getShape();
       size_t bytes = size_t(data.getNumElements() * dtypeBytes(data.getDType()));
       if (!check(driver.engine.memAlloc(&ref.data, std::max<size_t>(bytes, 1)), "cuMemAlloc"))
@@ -181,7 +168,7 @@ bool cuda::runOnDevice(const Module &module, const Function &entry,
   for (size_t o = 0; o < shapes.size(); ++o) {
     const LaunchPlan::Slot &slot = plan.slots[size_t(plan.outputSlots[o])];
     fusec_rt::TensorRef ref;
-    ref.dtype = runtimeDTypeOf(slot.dtype);
+    ref.dtype = toRuntimeDType(slot.dtype);
     ref.shape = shapes[o];
     int64_t bytes = dtypeBytes(slot.dtype);
     for (int64_t dim : shapes[o])

@@ -26,9 +26,7 @@
 using namespace fusec;
 using namespace fusec::cuda;
 
-namespace {
-
-fusec_rt::DType runtimeDType(DType dtype) {
+fusec_rt::DType cuda::toRuntimeDType(DType dtype) {
   switch (dtype) {
   case DType::f32: return fusec_rt::DType::f32;
   case DType::f16: return fusec_rt::DType::f16;
@@ -40,6 +38,8 @@ fusec_rt::DType runtimeDType(DType dtype) {
   }
   return fusec_rt::DType::f32;
 }
+
+namespace {
 
 class PlanBuilder {
 public:
@@ -367,7 +367,7 @@ cuda::ModelTables::ModelTables(const LaunchPlan &plan) {
     slotDims.insert(slotDims.end(), slot.dims.begin(), slot.dims.end());
   size_t start = 0;
   for (const LaunchPlan::Slot &slot : plan.slots) {
-    slots.push_back({fusec_rt::SlotDesc::Kind(slot.kind), slot.index, runtimeDType(slot.dtype),
+    slots.push_back({fusec_rt::SlotDesc::Kind(slot.kind), slot.index, toRuntimeDType(slot.dtype),
                      int(slot.dims.size()), slotDims.data() + start, slot.firstStep,
                      slot.lastStep});
     start += slot.dims.size();

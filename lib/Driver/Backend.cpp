@@ -119,7 +119,9 @@ int fusec::runBackend(const Module &module, const BackendRequest &request,
         add("tile-m", uint64_t(tile->list[0].intValue), "Rows of C per block");
         add("tile-n", uint64_t(tile->list[1].intValue), "Columns of C per block");
         add("tile-k", uint64_t(tile->list[2].intValue), "Reduction step staged in shared memory");
-        add("pipeline-stages", 1, "Shared-memory buffers per operand (1: no double buffering)");
+        const Attr *stages = kernel->attrs.get("pipeline_stages");
+        add("pipeline-stages", stages && stages->kind == Attr::Int ? uint64_t(stages->intValue) : 1,
+            "Shared-memory copies of each operand tile (2: double buffered)");
         const Attr *cores = kernel->attrs.get("tensor_cores");
         add("tensor-cores", cores && cores->kind == Attr::Bool && cores->boolValue ? 1 : 0,
             "1 when mma.sync computes the tile");

@@ -4,14 +4,17 @@
 // (analyzeContraction: batch, M, N, K) is computed one blockM x blockN tile
 // of C per thread block:
 //   1. each thread zeroes its threadM x threadN accumulators (locals);
-//   2. a block-level loop steps through K, blockK at a time: the block's
-//      threads load the A tile (blockM x blockK of the X operand) and the B
-//      tile (blockK x blockN of Y) into shared memory — each element is the
-//      operand *expression*, so an inlined producer (a prologue) is applied
-//      as the tile is loaded; out-of-range elements (ragged M, N, K) are 0,
-//      selected without touching memory — then, after a barrier, each thread
-//      multiply-accumulates its sub-tile from shared memory, and a second
-//      barrier guards the tiles for the next step;
+//   2. a block-level loop steps through K, blockK at a time. The operand
+//      tiles (blockM x blockK of X, blockK x blockN of Y) live in shared
+//      memory, twice when two copies fit (double buffering): each step
+//      fetches the *next* step's elements into registers, multiply-
+//      accumulates the current tile (per thread, or per warp with mma),
+//      then deposits the fetched elements into the other copy, and one
+//      barrier ends the step (a single copy takes a second barrier before
+//      the deposit). Each tile element is the operand *expression*, so an
+//      inlined producer (a prologue) is applied as the tile is loaded;
+//      out-of-range elements (ragged M, N, K) are 0, selected without
+//      touching memory. The first step's tiles are staged before the loop;
 //   3. the epilogue: each accumulator, rounded to the contraction's dtype,
 //      goes through the output stage's expression (bias, relu, cast, ...)
 //      and is stored where its (batch, m, n) lands in the output, if inside.
@@ -22,6 +25,8 @@
 //===----------------------------------------------------------------------===//
 #include "LowerKernel.h"
 #include "ScheduleRules.h"
+
+#include <functional>
 
 using namespace fusec;
 using namespace fusec::lowering;
@@ -78,6 +83,8 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   // Static shared memory: both tiles must fit the 48 KiB a block declares.
   int64_t sharedBytes = bk * bm * dtypeBytes(contraction.xDType) +
                         bk * bn * dtypeBytes(contraction.yDType);
+  // Double buffering when two copies of the tiles fit.
+  bool doubleBuffer = 2 * sharedBytes <= 48 * 1024;
   if (sharedBytes > 48 * 1024)
     return error(entry.loc, "the tiles need " + std::to_string(sharedBytes) +
                                 " bytes of shared memory, over the 49152 a block can declare; "
@@ -88,6 +95,7 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   kernel.attrs.set("tile", Attr::makeList({Attr::makeInt(bm), Attr::makeInt(bn),
                                            Attr::makeInt(bk)}));
   kernel.attrs.set("tensor_cores", Attr::makeBool(mma));
+  kernel.attrs.set("pipeline_stages", Attr::makeInt(doubleBuffer ? 2 : 1));
   KExprPtr bx = KExpr::var(launch->blockVar), tx = KExpr::var(launch->threadVar);
   KExprPtr tileN = foldIndex(KExpr::Mod, bx, tilesN);
   KExprPtr tileM = foldIndex(KExpr::Mod, foldIndex(KExpr::FloorDiv, bx, tilesN), tilesM);
@@ -110,60 +118,103 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
     kNames.push_back(core->reduceVars[r].first);
   }
 
-  std::string tileA = addBuffer(core->buffer + "_a", KBuffer::Shared, contraction.xDType, bk * bm);
-  std::string tileB = addBuffer(core->buffer + "_b", KBuffer::Shared, contraction.yDType, bk * bn);
+  // Two copies of each tile (when they fit): while the block computes on
+  // one, the next K step's tile goes into the other (double buffering).
+  int64_t sizeA = bk * bm, sizeB = bk * bn;
+  int64_t copies = doubleBuffer ? 2 : 1;
+  std::string tileA =
+      addBuffer(core->buffer + "_a", KBuffer::Shared, contraction.xDType, copies * sizeA);
+  std::string tileB =
+      addBuffer(core->buffer + "_b", KBuffer::Shared, contraction.yDType, copies * sizeB);
   int64_t accumulators = mma ? mmaM * mmaN * 4 : tm * tn;
   std::string acc =
       addBuffer(core->buffer + "_acc", KBuffer::Local, core->accumulate, accumulators);
-  // 1. Zero the accumulators.
-  std::string zeroVar = freshVar("i");
-  std::vector<LStmt> zero;
-  zero.push_back(store(acc, {KExpr::var(zeroVar)}, KExpr::literal(core->init, core->accumulate)));
-  std::vector<LStmt> init;
-  init.push_back(loop(LStmt::Unroll, zeroVar, cnst(accumulators), std::move(zero)));
-  launch->body.push_back(blockStmt(LStmt::Parallel, std::move(init)));
-
-  // 2. The K loop: stage both tiles, then multiply-accumulate.
-  std::string kStep = freshVar("kt");
-  KExprPtr kBase = mul(KExpr::var(kStep), cnst(bk));
-  auto stageTile = [&](const std::string &tile, int64_t rowsOuter, bool isA) {
-    // Element e of the tile: for A (m, k) with k fastest; for B (k, n) with
-    // n fastest, each stored at [k * width + (m or n)].
-    int64_t elements = bm * bk;
-    if (!isA)
-      elements = bk * bn;
-    std::string step = freshVar(isA ? "la" : "lb");
-    int64_t trips = (elements + threads - 1) / threads;
-    KExprPtr e = add(mul(trips == 1 ? cnst(0) : KExpr::var(step), cnst(threads)), tx);
+  // Element e of a tile: for A (m, k) with k fastest, for B (k, n) with n
+  // fastest (coalesced reads of row-major operands), stored at
+  // [k * width + (m or n)]; each thread moves `trips` of them, through
+  // registers (`%<c>_ra`, `%<c>_rb`): fetched from global memory a step
+  // ahead, deposited into shared memory after the step's compute.
+  int64_t tripsA = (sizeA + threads - 1) / threads, tripsB = (sizeB + threads - 1) / threads;
+  std::string regA = addBuffer(core->buffer + "_ra", KBuffer::Local, contraction.xDType, tripsA);
+  std::string regB = addBuffer(core->buffer + "_rb", KBuffer::Local, contraction.yDType, tripsB);
+  auto tileElement = [&](bool isA, KExprPtr trip, KExprPtr &e, KExprPtr &outer, KExprPtr &inner) {
+    e = add(mul(trip, cnst(threads)), tx);
     int64_t fastExtent = isA ? bk : bn;
-    KExprPtr outer = foldIndex(KExpr::FloorDiv, e, cnst(fastExtent));
-    KExprPtr inner = foldIndex(KExpr::Mod, e, cnst(fastExtent));
-    KExprPtr k = add(kBase, isA ? inner : outer);
-    KExprPtr mn = add(mul(isA ? tileM : tileN, cnst(isA ? bm : bn)), isA ? outer : inner);
-    std::map<std::string, KExprPtr> bindings;
-    bind(bindings, contraction.batch, batchExtents, batch, core->spatialVars);
-    bind(bindings, isA ? contraction.m : contraction.n, isA ? mExtents : nExtents, mn,
-         core->spatialVars);
-    bind(bindings, kDims, kExtents, k, kNames);
-    KExprPtr operand = substituteVars(isA ? contraction.x : contraction.y, bindings);
-    KExprPtr inside = KExpr::binary(KExpr::And, lt(mn, isA ? totalM : totalN), lt(k, totalK));
-    KExprPtr value = KExpr::select(inside, operand, KExpr::literal(0, operand->dtype));
-    KExprPtr slot = add(mul(isA ? inner : outer, cnst(isA ? bm : bn)), isA ? outer : inner);
+    outer = foldIndex(KExpr::FloorDiv, e, cnst(fastExtent));
+    inner = foldIndex(KExpr::Mod, e, cnst(fastExtent));
+  };
+  // Statements moving every trip's element of one tile (`move(trip, e,
+  // outer, inner)` gives the statement for one element).
+  auto overTrips = [&](bool isA, const std::function<LStmt(KExprPtr, KExprPtr, KExprPtr,
+                                                           KExprPtr)> &move) {
+    int64_t elements = isA ? sizeA : sizeB, trips = isA ? tripsA : tripsB;
+    std::string step = freshVar(isA ? "la" : "lb");
+    KExprPtr trip = trips == 1 ? cnst(0) : KExpr::var(step);
+    KExprPtr e, outer, inner;
+    tileElement(isA, trip, e, outer, inner);
     std::vector<LStmt> body;
-    body.push_back(store(tile, {slot}, value));
+    body.push_back(move(trip, e, outer, inner));
     body = guarded(elements % threads == 0 ? nullptr : lt(e, cnst(elements)), std::move(body));
     if (trips > 1) {
       std::vector<LStmt> looped;
       looped.push_back(loop(LStmt::Serial, step, cnst(trips), std::move(body)));
       body = std::move(looped);
     }
-    (void)rowsOuter;
-    return blockStmt(LStmt::Parallel, std::move(body));
+    return body;
   };
+  auto fetch = [&](bool isA, KExprPtr kTile) {
+    return overTrips(isA, [&, kTile](KExprPtr trip, KExprPtr, KExprPtr outer, KExprPtr inner) {
+      KExprPtr k = add(mul(kTile, cnst(bk)), isA ? inner : outer);
+      KExprPtr mn = add(mul(isA ? tileM : tileN, cnst(isA ? bm : bn)), isA ? outer : inner);
+      std::map<std::string, KExprPtr> bindings;
+      bind(bindings, contraction.batch, batchExtents, batch, core->spatialVars);
+      bind(bindings, isA ? contraction.m : contraction.n, isA ? mExtents : nExtents, mn,
+           core->spatialVars);
+      bind(bindings, kDims, kExtents, k, kNames);
+      KExprPtr operand = substituteVars(isA ? contraction.x : contraction.y, bindings);
+      KExprPtr inside = KExpr::binary(KExpr::And, lt(mn, isA ? totalM : totalN), lt(k, totalK));
+      return store(isA ? regA : regB, {trip},
+                   KExpr::select(inside, operand, KExpr::literal(0, operand->dtype)));
+    });
+  };
+  auto deposit = [&](bool isA, KExprPtr buffer) {
+    return overTrips(isA, [&, buffer](KExprPtr trip, KExprPtr, KExprPtr outer, KExprPtr inner) {
+      KExprPtr slot = add(mul(isA ? inner : outer, cnst(isA ? bm : bn)), isA ? outer : inner);
+      return store(isA ? tileA : tileB, {add(mul(buffer, cnst(isA ? sizeA : sizeB)), slot)},
+                   KExpr::load(isA ? regA : regB, {trip}, isA ? contraction.xDType
+                                                              : contraction.yDType));
+    });
+  };
+  auto join = [](std::vector<LStmt> a, std::vector<LStmt> b) {
+    for (LStmt &stmt : b)
+      a.push_back(std::move(stmt));
+    return a;
+  };
+
+  // 1. Zero the accumulators; stage the first K step into buffer 0.
+  std::string zeroVar = freshVar("i");
+  std::vector<LStmt> zero;
+  zero.push_back(store(acc, {KExpr::var(zeroVar)}, KExpr::literal(core->init, core->accumulate)));
+  std::vector<LStmt> init;
+  init.push_back(loop(LStmt::Unroll, zeroVar, cnst(accumulators), std::move(zero)));
+  init = join(std::move(init), join(fetch(true, cnst(0)), fetch(false, cnst(0))));
+  init = join(std::move(init), join(deposit(true, cnst(0)), deposit(false, cnst(0))));
+  launch->body.push_back(blockStmt(LStmt::Parallel, std::move(init)));
+  launch->body.push_back(blockStmt(LStmt::Barrier));
+
+  // 2. The K loop: fetch step kt + 1, compute step kt from buffer kt % 2,
+  // deposit step kt + 1 into the other buffer, one barrier. (The other
+  // buffer was last read in step kt - 1, which every thread finished before
+  // the previous barrier.)
+  std::string kStep = freshVar("kt");
+  KExprPtr steps = ceilDiv(totalK, bk);
+  KExprPtr next = add(KExpr::var(kStep), cnst(1));
+  KExprPtr hasNext = lt(next, steps);
+  KExprPtr current = doubleBuffer ? foldIndex(KExpr::Mod, KExpr::var(kStep), cnst(2)) : cnst(0);
+  KExprPtr offsetA = mul(current, cnst(sizeA)), offsetB = mul(current, cnst(sizeB));
   std::vector<LStmt> kBody;
-  kBody.push_back(stageTile(tileA, bm, true));
-  kBody.push_back(stageTile(tileB, bk, false));
-  kBody.push_back(blockStmt(LStmt::Barrier));
+  kBody.push_back(blockStmt(LStmt::Parallel,
+                            guarded(hasNext, join(fetch(true, next), fetch(false, next)))));
   // The lane's place in the mma layouts: lane = 4 g + q.
   KExprPtr warp = foldIndex(KExpr::FloorDiv, tx, cnst(32));
   KExprPtr lane = foldIndex(KExpr::Mod, tx, cnst(32));
@@ -189,7 +240,8 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
                       add(evenOdd, mul(foldIndex(KExpr::FloorDiv, ev, cnst(4)), cnst(8))));
     std::vector<LStmt> loadA;
     loadA.push_back(store(fragA, {add(mul(KExpr::var(mi), cnst(8)), ev)},
-                          KExpr::load(tileA, {add(mul(aK, cnst(bm)), aRow)}, contraction.xDType)));
+                          KExpr::load(tileA, {add(offsetA, add(mul(aK, cnst(bm)), aRow))},
+                                      contraction.xDType)));
     std::vector<LStmt> overE;
     overE.push_back(loop(LStmt::Unroll, e, cnst(8), std::move(loadA)));
     std::vector<LStmt> fragments;
@@ -203,7 +255,8 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
     KExprPtr bCol = add(mul(warpCol, cnst(wn)), add(mul(KExpr::var(ni), cnst(8)), group));
     std::vector<LStmt> loadB;
     loadB.push_back(store(fragB, {add(mul(KExpr::var(ni), cnst(4)), ev2)},
-                          KExpr::load(tileB, {add(mul(bK, cnst(bn)), bCol)}, contraction.yDType)));
+                          KExpr::load(tileB, {add(offsetB, add(mul(bK, cnst(bn)), bCol))},
+                                      contraction.yDType)));
     std::vector<LStmt> overE2;
     overE2.push_back(loop(LStmt::Unroll, e2, cnst(4), std::move(loadB)));
     fragments.push_back(loop(LStmt::Unroll, ni, cnst(mmaN), std::move(overE2)));
@@ -224,12 +277,12 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
     std::string kk = freshVar("kk"), i = freshVar("i"), j = freshVar("j");
     const KExpr &product = *core->body;
     KExprPtr a = KExpr::load(tileA,
-                             {add(mul(KExpr::var(kk), cnst(bm)),
-                                  add(mul(threadRow, cnst(tm)), KExpr::var(i)))},
+                             {add(offsetA, add(mul(KExpr::var(kk), cnst(bm)),
+                                               add(mul(threadRow, cnst(tm)), KExpr::var(i))))},
                              contraction.xDType);
     KExprPtr b = KExpr::load(tileB,
-                             {add(mul(KExpr::var(kk), cnst(bn)),
-                                  add(mul(threadCol, cnst(tn)), KExpr::var(j)))},
+                             {add(offsetB, add(mul(KExpr::var(kk), cnst(bn)),
+                                               add(mul(threadCol, cnst(tn)), KExpr::var(j))))},
                              contraction.yDType);
     KExprPtr term = KExpr::call("multiply",
                                 {castTo(a, product.args[0]->dtype), castTo(b, product.args[1]->dtype)},
@@ -249,8 +302,13 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
     overK.push_back(loop(LStmt::Serial, kk, cnst(bk), std::move(overI)));
     kBody.push_back(blockStmt(LStmt::Parallel, std::move(overK)));
   }
+  KExprPtr other = doubleBuffer ? foldIndex(KExpr::Mod, next, cnst(2)) : cnst(0);
+  if (!doubleBuffer) // one copy: everyone must be done reading it
+    kBody.push_back(blockStmt(LStmt::Barrier));
+  kBody.push_back(blockStmt(LStmt::Parallel,
+                            guarded(hasNext, join(deposit(true, other), deposit(false, other)))));
   kBody.push_back(blockStmt(LStmt::Barrier));
-  launch->body.push_back(loop(LStmt::Serial, kStep, ceilDiv(totalK, bk), std::move(kBody)));
+  launch->body.push_back(loop(LStmt::Serial, kStep, steps, std::move(kBody)));
 
   // 3. The epilogue, per accumulator: SIMT (i, j) of the thread's sub-tile;
   // mma (i = mma tile row, j = mma tile column, c = C element).

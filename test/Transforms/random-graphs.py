@@ -408,7 +408,7 @@ class Gen:
                     show=None):
         v = Val(self.fresh(hint), dtype, shape, lo, hi, fields)
         # Whether a float reduction (whose lowered form combines in another
-        # order) feeds this value: see compare_close.
+        # order) feeds this value: see compare_outputs.
         head = fmt.split("(")[0].strip()
         v.reassoc = head in REASSOC_OPS or head.startswith("call") or \
             any(getattr(o, "reassoc", False) for o in ops)
@@ -1654,7 +1654,15 @@ def run(cmd, timeout=60):
     return res.returncode, res.stdout.decode(errors="replace"), res.stderr.decode(errors="replace")
 
 
-def compare_outputs(dir_a, dir_b):
+def compare_outputs(dir_a, dir_b, exact=True, taints=None):
+    """The first difference between two --outputs directories, or None.
+    exact: floats bitwise equal (NaN equals NaN). Otherwise floats agree
+    within a tolerance scaled by the output's magnitude (the lowered forms'
+    reductions combine in another order), and an output that a float
+    reduction feeds (taints) may have up to 5% of its elements (at least
+    one: a comparison of two nearly equal sums flips) outside it
+    (ill-conditioned sums; see REASSOC_OPS); a wrong index or guard shows up
+    in untainted outputs, and in more elements."""
     fa = sorted(os.listdir(dir_a))
     fb = sorted(os.listdir(dir_b))
     if fa != fb:
@@ -1664,12 +1672,21 @@ def compare_outputs(dir_a, dir_b):
         b = np.load(os.path.join(dir_b, name))
         if a.dtype != b.dtype or a.shape != b.shape:
             return "%s: %s%s vs %s%s" % (name, a.dtype, a.shape, b.dtype, b.shape)
-        if a.dtype.kind == "f":
-            ia = a.view(np.uint16 if a.dtype.itemsize == 2 else np.uint32)
-            ib = b.view(ia.dtype)
-            same = (ia == ib) | (np.isnan(a) & np.isnan(b))
-        else:
+        if a.dtype.kind != "f":
             same = a == b
+        elif exact:
+            ia = a.view(np.uint16 if a.dtype.itemsize == 2 else np.uint32)
+            same = (ia == b.view(ia.dtype)) | (np.isnan(a) & np.isnan(b))
+        else:
+            finite = np.isfinite(a)
+            scale = max(1.0, float(np.max(np.abs(a[finite]))) if finite.any() else 1.0)
+            tol = 1e-4 if a.dtype.itemsize == 4 else 4e-3
+            same = (np.abs(a.astype(np.float64) - b) <= tol * scale) | (a == b) | \
+                (np.isnan(a) & np.isnan(b))
+        index = int(name[3:-4]) if name.startswith("out") else -1
+        if not exact and taints and 0 <= index < len(taints) and taints[index] and \
+                np.count_nonzero(~same) <= max(1, 0.05 * same.size):
+            continue
         if not np.all(same):
             bad = np.argwhere(~same)
             i = tuple(bad[0])
@@ -1690,42 +1707,6 @@ def output_taints(prog):
     for r in prog.returns:
         flatten(r, getattr(r, "reassoc", False))
     return taints
-
-
-def compare_close(dir_a, dir_b, taints=None):
-    """Like compare_outputs, but floats agree within a tolerance scaled by the
-    output's magnitude (reductions may combine in another order). An output
-    that a float reduction feeds (taints) may have up to 5% of its elements
-    (at least one: a comparison of two nearly equal sums flips) outside the
-    tolerance (ill-conditioned sums; see REASSOC_OPS); a wrong
-    index or guard shows up in untainted outputs, and in more elements."""
-    fa = sorted(os.listdir(dir_a))
-    fb = sorted(os.listdir(dir_b))
-    if fa != fb:
-        return "different output files: %s vs %s" % (fa, fb)
-    for name in fa:
-        a = np.load(os.path.join(dir_a, name))
-        b = np.load(os.path.join(dir_b, name))
-        if a.dtype != b.dtype or a.shape != b.shape:
-            return "%s: %s%s vs %s%s" % (name, a.dtype, a.shape, b.dtype, b.shape)
-        if a.dtype.kind == "f":
-            finite = np.isfinite(a)
-            scale = max(1.0, float(np.max(np.abs(a[finite]))) if finite.any() else 1.0)
-            tol = 1e-4 if a.dtype.itemsize == 4 else 4e-3
-            same = (np.abs(a.astype(np.float64) - b) <= tol * scale) | (a == b) | \
-                (np.isnan(a) & np.isnan(b))
-        else:
-            same = a == b
-        index = int(name[3:-4]) if name.startswith("out") else -1
-        if taints and 0 <= index < len(taints) and taints[index] and \
-                np.count_nonzero(~same) <= max(1, 0.05 * same.size):
-            continue
-        if not np.all(same):
-            bad = np.argwhere(~same)
-            i = tuple(bad[0])
-            return "%s: %d of %d elements differ, first at %s: %r vs %r" % (
-                name, len(bad), a.size, list(i), a[i], b[i])
-    return None
 
 
 def check_text(text, prog, work, bins, check_each):
@@ -1827,7 +1808,7 @@ def check_text(text, prog, work, bins, check_each):
         if rc != 0:
             kind = "run-error" if rc in (1, 2) else "crash"
             return failures + [Failure(kind, "run-" + tag, se.strip()[-3000:], cmd)]
-        diff = compare_close(outs["A"], od, output_taints(prog))
+        diff = compare_outputs(outs["A"], od, exact=False, taints=output_taints(prog))
         if diff:
             failures.append(Failure("mismatch", "A-vs-" + tag, diff,
                                     ["fusec-run", "A.fir|%s.fir" % tag, "--random-inputs",

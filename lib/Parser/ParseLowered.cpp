@@ -74,28 +74,33 @@ bool Parser::parseMapping(StageMapping &mapping) {
     int64_t value = 0;
     if (!expect(Token::Equal, "'='") || !parseInt(value, "an integer"))
       return false;
-    bool tiles = mapping.kind == StageMapping::Tiles;
-    if (key == "threads" && !tiles)
-      mapping.threads = value;
-    else if (key == "vector" && !tiles)
-      mapping.vector = value;
-    else if (key == "inner" && mapping.kind == StageMapping::Rows)
-      mapping.inner = value;
-    else if (key == "block_m" && tiles)
-      mapping.blockM = value;
-    else if (key == "block_n" && tiles)
-      mapping.blockN = value;
-    else if (key == "block_k" && tiles)
-      mapping.blockK = value;
-    else if (key == "thread_m" && tiles)
-      mapping.threadM = value;
-    else if (key == "thread_n" && tiles)
-      mapping.threadN = value;
-    else if (key == "warp_m" && tiles)
-      mapping.warpM = value;
-    else if (key == "warp_n" && tiles)
-      mapping.warpN = value;
-    else if (key == "mma" && tiles && (value == 0 || value == 1))
+    // Which mapping kinds take each parameter, and where it goes.
+    struct Parameter {
+      const char *key;
+      bool flat, rows, tiles;
+      int64_t StageMapping::*field;
+    };
+    static const Parameter parameters[] = {
+        {"threads", true, true, false, &StageMapping::threads},
+        {"vector", true, true, false, &StageMapping::vector},
+        {"inner", false, true, false, &StageMapping::inner},
+        {"block_m", false, false, true, &StageMapping::blockM},
+        {"block_n", false, false, true, &StageMapping::blockN},
+        {"block_k", false, false, true, &StageMapping::blockK},
+        {"thread_m", false, false, true, &StageMapping::threadM},
+        {"thread_n", false, false, true, &StageMapping::threadN},
+        {"warp_m", false, false, true, &StageMapping::warpM},
+        {"warp_n", false, false, true, &StageMapping::warpN}};
+    for (const Parameter &parameter : parameters) {
+      bool allowed = mapping.kind == StageMapping::Flat   ? parameter.flat
+                     : mapping.kind == StageMapping::Rows ? parameter.rows
+                                                          : parameter.tiles;
+      if (key == parameter.key && allowed) {
+        mapping.*parameter.field = value;
+        return true;
+      }
+    }
+    if (key == "mma" && mapping.kind == StageMapping::Tiles && (value == 0 || value == 1))
       mapping.mma = value == 1;
     else
       return errorAt(keyLoc, "unknown parameter '" + key + "' of a " +

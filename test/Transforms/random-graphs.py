@@ -1747,8 +1747,9 @@ def check_text(text, prog, work, bins, check_each):
                                                      name, "fusec " + name))[:40])
             failures.append(Failure("roundtrip", stage, diff, cmd))
     dims = prog.dims_arg()
-    outs = {}
-    for tag, path in (("M", m), ("A", a), ("B", b)):
+
+    def execute(tag, path):
+        """Runs `path` on the interpreter into work/out<tag>: (dir, failure)."""
         od = os.path.join(work, "out" + tag)
         shutil.rmtree(od, ignore_errors=True)
         os.makedirs(od)
@@ -1758,8 +1759,22 @@ def check_text(text, prog, work, bins, check_each):
         rc, so, se = run(cmd)
         if rc != 0:
             kind = "run-error" if rc in (1, 2) else "crash"
-            return failures + [Failure(kind, "run-" + tag, se.strip()[-3000:], cmd)]
-        outs[tag] = od
+            return od, Failure(kind, "run-" + tag, se.strip()[-3000:], cmd)
+        return od, None
+
+    def compile_kind(rc):
+        return "reject" if rc == 1 else ("crash" if rc is None or rc < 0 or rc > 3 else "exit%d" % rc)
+
+    def mismatch(tag, diff):
+        return Failure("mismatch", "A-vs-" + tag, diff,
+                       ["fusec-run", "A.fir|%s.fir" % tag, "--random-inputs",
+                        "--seed=%d" % prog.seed] + (["--dims=" + dims] if dims else []))
+
+    outs = {}
+    for tag, path in (("M", m), ("A", a), ("B", b)):
+        outs[tag], failure = execute(tag, path)
+        if failure:
+            return failures + [failure]
     # Every VARIANT_EVERY-th program also runs fuse-ops with limits that
     # split groups (max-fused-ops, max-function-args, max-merges).
     if prog.seed % VARIANT_EVERY == 1:
@@ -1767,57 +1782,35 @@ def check_text(text, prog, work, bins, check_each):
         cmd = [fusec, m, "--passes=" + variant_pipeline(prog.seed), "-o", c]
         rc, so, se = run(cmd)
         if rc != 0:
-            kind = "reject" if rc == 1 else ("crash" if rc is None or rc < 0 or rc > 3 else "exit%d" % rc)
-            return failures + [Failure(kind, "fuse-variant", se.strip()[-3000:], cmd)]
-        od = os.path.join(work, "outC")
-        shutil.rmtree(od, ignore_errors=True)
-        os.makedirs(od)
-        cmd = [fusec_run, c, "--random-inputs", "--seed=%d" % prog.seed, "--outputs=" + od]
-        if dims:
-            cmd.append("--dims=" + dims)
-        rc, so, se = run(cmd)
-        if rc != 0:
-            kind = "run-error" if rc in (1, 2) else "crash"
-            return failures + [Failure(kind, "run-C", se.strip()[-3000:], cmd)]
+            return failures + [Failure(compile_kind(rc), "fuse-variant", se.strip()[-3000:], cmd)]
+        od, failure = execute("C", c)
+        if failure:
+            return failures + [failure]
         diff = compare_outputs(outs["A"], od)
         if diff:
-            failures.append(Failure("mismatch", "A-vs-C", diff,
-                                    ["fusec-run", "A.fir|C.fir", "--random-inputs", "--seed=%d" % prog.seed] +
-                                    (["--dims=" + dims] if dims else [])))
+            failures.append(mismatch("C", diff))
     # The lowered forms run and agree with A; the -O1 form prints back.
     for tag, pipe in (("D", PIPE_D), ("E", PIPE_E)):
         path = os.path.join(work, tag + ".fir")
         cmd = [fusec, m, "--passes=" + pipe, "-o", path]
         rc, so, se = run(cmd)
         if rc != 0:
-            kind = "reject" if rc == 1 else ("crash" if rc is None or rc < 0 or rc > 3 else "exit%d" % rc)
-            return failures + [Failure(kind, "lower-" + tag, se.strip()[-3000:], cmd)]
+            return failures + [Failure(compile_kind(rc), "lower-" + tag, se.strip()[-3000:], cmd)]
         if tag == "E":
             rc, so, se = run([fusec, path])
             with open(path) as f:
                 if rc != 0 or so != f.read():
                     failures.append(Failure("roundtrip", "roundtrip-lowered", se.strip()[-3000:],
                                             [fusec, path]))
-        od = os.path.join(work, "out" + tag)
-        shutil.rmtree(od, ignore_errors=True)
-        os.makedirs(od)
-        cmd = [fusec_run, path, "--random-inputs", "--seed=%d" % prog.seed, "--outputs=" + od]
-        if dims:
-            cmd.append("--dims=" + dims)
-        rc, so, se = run(cmd)
-        if rc != 0:
-            kind = "run-error" if rc in (1, 2) else "crash"
-            return failures + [Failure(kind, "run-" + tag, se.strip()[-3000:], cmd)]
+        od, failure = execute(tag, path)
+        if failure:
+            return failures + [failure]
         diff = compare_outputs(outs["A"], od, exact=False, taints=output_taints(prog))
         if diff:
-            failures.append(Failure("mismatch", "A-vs-" + tag, diff,
-                                    ["fusec-run", "A.fir|%s.fir" % tag, "--random-inputs",
-                                     "--seed=%d" % prog.seed] + (["--dims=" + dims] if dims else [])))
+            failures.append(mismatch(tag, diff))
     diff = compare_outputs(outs["A"], outs["B"])
     if diff:
-        failures.append(Failure("mismatch", "A-vs-B", diff,
-                                ["fusec-run", "A.fir|B.fir", "--random-inputs", "--seed=%d" % prog.seed] +
-                                (["--dims=" + dims] if dims else [])))
+        failures.append(mismatch("B", diff))
     diff = compare_outputs(outs["M"], outs["A"])
     if diff:
         failures.append(Failure("mismatch", "M-vs-A", diff,

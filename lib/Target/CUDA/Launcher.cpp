@@ -202,7 +202,7 @@ LauncherFiles cuda::writeLauncher(const LaunchPlan &plan, const std::string &hea
       "' (docs/launcher.md).\n"
       "// Build: c++ -std=c++17 -I<cuda>/include " + headerName.substr(0, headerName.size() - 2) +
       ".cpp your_program.cpp -lcuda (libcuda.so comes with the NVIDIA driver;\n"
-      "// <cuda>/lib64/stubs has a stub to link against where no driver is installed)\n#ifndef " + guard + "\n#define " + guard +
+      "// where no driver is installed, link against <cuda>/lib64/stubs/libcuda.so)\n#ifndef " + guard + "\n#define " + guard +
       "\n\n#include <cuda.h>\n\n" + getRuntimeText() +
       "\nnamespace " + space + " {\n\n"
       "using fusec_rt::DType;\nusing fusec_rt::Status;\nusing fusec_rt::TensorRef;\n\n"

@@ -1,6 +1,10 @@
 # Writes OUTPUT, a C++ file that defines `const char *NAME()` returning the
-# text of INPUT verbatim (the launcher runtime, copied into every launcher).
+# text of INPUT verbatim (the launcher runtime, copied into every launcher;
+# the shipped pattern files), in namespace NAMESPACE (default fusec::cuda).
+if(NOT DEFINED NAMESPACE)
+  set(NAMESPACE "fusec::cuda")
+endif()
 file(READ "${INPUT}" TEXT)
 file(WRITE "${OUTPUT}" "// Generated from ${INPUT} by cmake/EmbedText.cmake.\n"
-  "namespace fusec { namespace cuda {\n"
-  "const char *${NAME}() {\n  return R\"FUSECRT(${TEXT})FUSECRT\";\n}\n} }\n")
+  "namespace ${NAMESPACE} {\n"
+  "const char *${NAME}() {\n  return R\"FUSECRT(${TEXT})FUSECRT\";\n}\n}\n")

@@ -27,6 +27,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 using namespace fusec;
 namespace cl = llvm::cl;
 
@@ -322,9 +324,27 @@ static std::string writeFusionReport(const std::string &path, const FusionReport
     entry["members"] = group.members;
     root["groups"].push_back(entry);
   }
-  root["unfused"] = report.unfused;
+  // A composite's call is opaque to fuse-ops, which lists it as unfused;
+  // its bindings are already in a group.
+  std::set<std::string> grouped;
+  for (const FusionReport::Group &group : report.groups)
+    grouped.insert(group.members.begin(), group.members.end());
+  root["unfused"] = nlohmann::ordered_json::array();
+  for (const std::string &name : report.unfused)
+    if (!grouped.count(name))
+      root["unfused"].push_back(name);
   root["dead"] = report.dead;
   root["decisions"] = nlohmann::ordered_json::array();
+  for (const FusionReport::Decision &decision : report.decisions) {
+    nlohmann::ordered_json entry;
+    entry["pass"] = decision.pass;
+    entry["function"] = decision.function;
+    for (const auto &[key, value] : decision.fields)
+      entry[key] = value;
+    entry["action"] = decision.action;
+    entry["reason"] = decision.reason;
+    root["decisions"].push_back(entry);
+  }
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
   if (ec)

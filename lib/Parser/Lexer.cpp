@@ -113,6 +113,10 @@ Token Lexer::next() {
   default:
     break;
   }
+  if (c == '.' && llvm::StringRef(current, buffer.end() - current).startswith("..")) {
+    current += 2;
+    return makeToken(Token::Ellipsis, start);
+  }
   if (isDigit(c) || c == '.') {
     --current;
     return lexNumber(start);

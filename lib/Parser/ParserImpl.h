@@ -28,6 +28,8 @@ public:
   }
 
   std::unique_ptr<Module> parseModule();
+  /// A pattern file (ParsePattern.cpp).
+  bool parsePatternFile(std::vector<DataflowPattern> &patterns);
 
 private:
   // Token handling and errors.
@@ -99,6 +101,16 @@ private:
   std::vector<KExpr *> untypedLiterals;
   /// How each kernel literal was written, for dtype checks and messages.
   std::map<const KExpr *, Attr> literalKinds;
+
+  // Pattern files (ParsePattern.cpp).
+  bool parsePattern(DataflowPattern &pattern);
+  bool parsePatternBinding(DataflowPattern &pattern);
+  bool parsePatternOperands(DataflowPattern &pattern, PatternNode &node);
+  bool parsePatternOperand(DataflowPattern &pattern, int &node);
+  bool parsePatternNodeRef(const DataflowPattern &pattern, int &node);
+  bool parseConstraint(DataflowPattern &pattern, PatternConstraint &constraint);
+  bool parsePatternTerm(DataflowPattern &pattern, PatternTerm &term);
+  bool checkPattern(DataflowPattern &pattern);
 
   // Scoping.
   Value *lookupValue(const Token &nameToken);

@@ -1,6 +1,7 @@
 //===- FuseTIR.cpp - Merge each primitive function into one kernel --------===//
 //
-// Contract: every `primitive` function (without `codegen`) made of
+// Contract: every `primitive` function (without `codegen`, and not run by
+// a library: fusec/IR/Pattern.h, libraryBoundFunctions) made of
 // call_kernels, `get`s and inlined scalar constants becomes one kernel of
 // the same name holding the stages of all its members; each call site
 // becomes `call_kernel`. The function's results are the kernel's outputs
@@ -22,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/IR/Kernel.h"
+#include "fusec/IR/Pattern.h"
 #include "fusec/Transforms/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -298,10 +300,11 @@ bool FuseTIR::run(Module &module, PassContext &context) {
   std::vector<std::unique_ptr<Kernel>> created;
   llvm::StringMap<std::vector<size_t>> keptParams; // fused name -> params kept
   llvm::StringSet<> fused;
+  std::vector<std::string> libraryBound = libraryBoundFunctions(module);
   for (const auto &function : module.functions) {
     const Attr *primitive = function->attrs.get("primitive");
     if (!primitive || primitive->kind != Attr::Bool || !primitive->boolValue ||
-        function->attrs.get("codegen"))
+        function->attrs.get("codegen") || llvm::is_contained(libraryBound, function->name))
       continue;
     std::string problem;
     std::unique_ptr<Kernel> kernel = buildKernel(module, *function, problem);

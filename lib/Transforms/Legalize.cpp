@@ -3,8 +3,10 @@
 // Contract: every op binding `%y = OP(...)` of every graph function becomes
 // `%y = call_kernel @k(...)` plus a `kernel @k` holding the op's stages in
 // index notation (spec §5); call_extern, calls, tuples, constants and
-// aliases stay. Literal operands are folded into the kernel; the call passes
-// the remaining operands in order. Identical kernels are shared.
+// aliases stay. Functions a library runs (a composite called from a
+// `codegen = "cublaslt"` function) keep their ops. Literal operands are
+// folded into the kernel; the call passes the remaining operands in order.
+// Identical kernels are shared.
 //
 // Algorithm:
 //   1. For each op binding, build its kernel with the op's legalization
@@ -17,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 #include "fusec/IR/Kernel.h"
 #include "fusec/IR/Ops.h"
+#include "fusec/IR/Pattern.h"
 #include "fusec/Transforms/Passes.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -79,7 +82,10 @@ bool Legalize::run(Module &module, PassContext &context) {
     copy->name = "_";
     kernelByText.try_emplace(printKernel(*copy), kernel->name);
   }
+  std::vector<std::string> libraryBound = libraryBoundFunctions(module);
   for (auto &function : module.functions) {
+    if (llvm::is_contained(libraryBound, function->name))
+      continue; // a library runs its body
     function->forEachBinding([&](Binding &binding) {
       if (binding.kind != ExprKind::Op)
         return;

@@ -11,6 +11,7 @@
 #define FUSEC_ANALYSIS_ANALYSIS_H
 
 #include "fusec/IR/Kernel.h"
+#include "fusec/IR/Pattern.h"
 
 #include <optional>
 
@@ -96,6 +97,36 @@ struct Partition {
 
 /// Runs the three fusion phases on `graph`.
 Partition partitionGraph(const FusionGraph &graph, const PartitionOptions &options);
+
+//===----------------------------------------------------------------------===//
+// Dataflow pattern matching (spec §6, tvm-fusion-rules.md §9)
+//===----------------------------------------------------------------------===//
+
+/// The bindings that read each value of a function; a block `output` or
+/// the function's `return` counts as a use by a null binding.
+using UseMap = llvm::DenseMap<const Value *, std::vector<const Binding *>>;
+UseMap collectUses(const Function &function);
+
+/// A structural match of a pattern rooted at one binding.
+struct PatternMatch {
+  /// The value each pattern node matched (null for literal nodes).
+  std::vector<const Value *> values;
+  /// The bindings matched by op and `get` nodes (the group), in block order.
+  std::vector<const Binding *> members;
+};
+
+/// Matches `pattern` with its root at `root`, looking through the earlier
+/// bindings of `block` (op and `get` nodes match only bindings of the
+/// block; wildcards match any value). `add` and `multiply` also match with
+/// their operands swapped, as TVM's matcher does.
+std::optional<PatternMatch> matchPattern(const DataflowPattern &pattern, const Binding &root,
+                                         const DataflowBlock &block);
+
+/// Evaluates the pattern's `where` constraints on a match. Returns "" when
+/// all hold, else why the first failing one fails
+/// (`single_use(%m): %m is also used by %z`).
+std::string checkPatternConstraints(const DataflowPattern &pattern, const PatternMatch &match,
+                                    const UseMap &uses);
 
 } // namespace fusec
 

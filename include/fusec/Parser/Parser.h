@@ -11,6 +11,7 @@
 #define FUSEC_PARSER_PARSER_H
 
 #include "fusec/IR/IR.h"
+#include "fusec/IR/Pattern.h"
 
 #include "llvm/Support/SourceMgr.h"
 
@@ -23,6 +24,8 @@ struct Token {
     Comma, Colon, Equal, Arrow, Pipe,
     // Kernel index expressions.
     Plus, Minus, Star, Bang, AndAnd, OrOr, LessEq, GreaterEq, EqEq, NotEq,
+    // Pattern files.
+    Ellipsis,
   };
   Kind kind = Eof;
   llvm::StringRef spelling; // the exact source text
@@ -74,6 +77,17 @@ std::unique_ptr<Module> parseModuleString(llvm::StringRef text,
                                           llvm::SourceMgr &sourceMgr,
                                           DiagEngine &diag,
                                           llvm::StringRef bufferName = "<string>");
+
+/// Parses a pattern file (spec §6) held in buffer `bufferId`, appending its
+/// patterns in file order. Returns false after reporting an error.
+bool parsePatterns(llvm::SourceMgr &sourceMgr, unsigned bufferId,
+                   DiagEngine &diag, std::vector<DataflowPattern> &patterns);
+
+/// Convenience for tests and the C++ API: parses pattern text held in a
+/// SourceMgr that the caller owns.
+bool parsePatternsString(llvm::StringRef text, llvm::SourceMgr &sourceMgr,
+                         DiagEngine &diag, std::vector<DataflowPattern> &patterns,
+                         llvm::StringRef bufferName = "<patterns>");
 
 } // namespace fusec
 

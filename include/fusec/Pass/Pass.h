@@ -32,8 +32,15 @@ struct FusionReport {
     std::string function, kind, pattern, composite;
     std::vector<std::string> members; // binding names of the input
   };
+  /// One decision with its reason: `fields` are extra keys, in order
+  /// (`pattern`, `root`, ...).
+  struct Decision {
+    std::string pass, function, action, reason;
+    std::vector<std::pair<std::string, std::string>> fields;
+  };
   std::vector<Group> groups;
   std::vector<std::string> unfused, dead;
+  std::vector<Decision> decisions;
 };
 
 /// What a pass may use besides the module.

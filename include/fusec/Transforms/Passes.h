@@ -7,6 +7,7 @@
 #ifndef FUSEC_TRANSFORMS_PASSES_H
 #define FUSEC_TRANSFORMS_PASSES_H
 
+#include "fusec/IR/Pattern.h"
 #include "fusec/Pass/Pass.h"
 
 #include <memory>
@@ -15,6 +16,15 @@ namespace fusec {
 
 /// `dce`: dead bindings and functions unreachable from an entry point.
 std::unique_ptr<Pass> createDCEPass();
+
+/// `fuse-by-pattern`: matches of the `patterns` file become composite
+/// functions (TVM's FuseOpsByPattern).
+std::unique_ptr<Pass> createFuseByPatternPass();
+/// The same pass with patterns built in C++ (each may carry a `check`
+/// callback); a `patterns` file, if also given, is matched after them.
+std::unique_ptr<Pass> createFuseByPatternPass(std::vector<DataflowPattern> patterns,
+                                              bool bindConstants = true,
+                                              bool annotateCodegen = false);
 
 /// `legalize`: graph ops to call_kernel + kernel definitions.
 std::unique_ptr<Pass> createLegalizePass();

@@ -1,0 +1,293 @@
+//===- FuseByPattern.cpp - Composite functions from dataflow patterns -----===//
+//
+// Contract (spec §6; TVM's FuseOpsByPattern, tvm-fusion-rules.md §9): in
+// every graph function without `primitive`, `composite` or `codegen`, each
+// match of a pattern inside a dataflow block becomes
+// `func @fused_<ops> attributes {composite = "<pattern>", primitive = true}`
+// called where the match was; with `annotate-codegen`, the call goes through
+// `func @<inner>_<prefix> attributes {codegen = "<prefix>",
+// global_symbol = "<inner>_<prefix>"}`. Runs on graph ops, before legalize.
+//
+// Algorithm, for each pattern in order (a complete pass each, so earlier
+// patterns have priority: their calls no longer match ops):
+//   1. For each op binding of a block, in order, match the pattern rooted
+//      there (lib/Analysis/PatternMatcher.cpp); check the `where`
+//      constraints, then the C++ check callback.
+//   2. Overlap: if a matched binding other than the root already belongs to
+//      a group of several bindings, the match is kept only if it contains
+//      that whole group (subsumption); the groups are then merged, which
+//      yields maximal matches. Otherwise the match is dropped.
+//   3. Each group becomes a function (GroupOutliner, shared with fuse-ops):
+//      wildcard inputs are parameters, an intermediate used outside is an
+//      extra output, constants are copied in when `bind-constants`. Groups
+//      that depend on each other in a cycle are an error, as in TVM.
+// Remarks and the fusion report give each match and each rejected
+// candidate with its reason.
+//
+//===----------------------------------------------------------------------===//
+#include "GroupOutliner.h"
+#include "fusec/Analysis/Analysis.h"
+#include "fusec/Parser/Parser.h"
+#include "fusec/Transforms/Passes.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <map>
+
+#define DEBUG_TYPE "fuse-by-pattern"
+
+using namespace fusec;
+
+FUSEC_STATISTIC(NumComposites, "num-composites", "Number of pattern matches turned into composites");
+FUSEC_STATISTIC(NumRejected, "num-rejected", "Number of matches rejected by a constraint, check or overlap");
+
+namespace fusec {
+const char *getCublasLtPatterns(); // generated from patterns/cublaslt.pat
+}
+
+namespace {
+class FuseByPattern final : public Pass {
+public:
+  explicit FuseByPattern(std::vector<DataflowPattern> given = {})
+      : Pass("fuse-by-pattern"), given(std::move(given)) {
+    declareOption("patterns", OptionKind::String, "",
+                  "Pattern file (.pat); @cublaslt names the shipped patterns/cublaslt.pat");
+    declareOption("bind-constants", OptionKind::Bool, "true",
+                  "Copy constants into the composite instead of passing them");
+    declareOption("annotate-codegen", OptionKind::Bool, "false",
+                  "Call each composite through a function with codegen = \"<prefix>\"");
+  }
+  bool run(Module &module, PassContext &context) override;
+
+private:
+  bool loadPatterns(PassContext &context, std::vector<DataflowPattern> &patterns);
+  bool applyToBlock(const DataflowPattern &pattern, Module &module, Function &function,
+                    DataflowBlock &block, PassContext &context);
+  void annotateCodegen(Module &module, const std::vector<Function *> &entries);
+
+  std::vector<DataflowPattern> given;
+  OutlinedFunctionTable functionTable;
+  /// Composite functions created by this run.
+  llvm::StringSet<> composites;
+};
+} // namespace
+
+bool FuseByPattern::loadPatterns(PassContext &context, std::vector<DataflowPattern> &patterns) {
+  std::string path = getStringOption("patterns");
+  if (path.empty())
+    return true;
+  llvm::SourceMgr &sourceMgr = context.diag.getSourceMgr();
+  std::unique_ptr<llvm::MemoryBuffer> buffer;
+  if (path == "@cublaslt") {
+    buffer = llvm::MemoryBuffer::getMemBufferCopy(getCublasLtPatterns(), "patterns/cublaslt.pat");
+  } else if (llvm::StringRef(path).startswith("@")) {
+    context.diag.error({}, "no shipped pattern file '" + path + "' (shipped: @cublaslt)");
+    return false;
+  } else {
+    auto file = llvm::MemoryBuffer::getFile(path);
+    if (!file) {
+      context.diag.error({}, "cannot read pattern file '" + path + "': " +
+                                 file.getError().message());
+      return false;
+    }
+    buffer = std::move(*file);
+  }
+  unsigned id = sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  return parsePatterns(sourceMgr, id, context.diag, patterns);
+}
+
+bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
+                                 Function &function, DataflowBlock &block,
+                                 PassContext &context) {
+  UseMap uses = collectUses(function);
+  // Groups as sets of bindings; groupOf maps a binding to its group.
+  std::vector<std::vector<const Binding *>> groups;
+  llvm::DenseMap<const Binding *, int> groupOf;
+  auto decide = [&](const Binding &root, llvm::StringRef action, const std::string &reason) {
+    if (context.remarks)
+      *context.remarks << "remark: fuse-by-pattern: @" << function.name << ": %"
+                       << root.getResult()->name << " " << action << " " << pattern.name
+                       << (reason.empty() ? "" : ": " + reason) << "\n";
+    if (context.report)
+      context.report->decisions.push_back({"fuse-by-pattern", function.name, action.str(), reason,
+                                           {{"pattern", pattern.name},
+                                            {"root", "%" + root.getResult()->name}}});
+  };
+  auto names = [](const std::vector<const Binding *> &bindings) {
+    std::vector<std::string> list;
+    for (const Binding *binding : bindings)
+      list.push_back("%" + binding->getResult()->name);
+    return list;
+  };
+  for (const auto &binding : block.bindings) {
+    if (binding->kind != ExprKind::Op)
+      continue;
+    std::optional<PatternMatch> match = matchPattern(pattern, *binding, block);
+    if (!match)
+      continue;
+    std::string failure = checkPatternConstraints(pattern, *match, uses);
+    if (failure.empty() && pattern.check) {
+      PatternCheckContext check;
+      check.root = binding.get();
+      for (size_t n = 0; n < pattern.nodes.size(); ++n)
+        if (match->values[n])
+          check.annotated[pattern.nodes[n].name] = match->values[n];
+      check.matchedBindings = match->members;
+      check.uses = &uses;
+      if (!pattern.check(check))
+        failure = "the pattern's check rejected it";
+    }
+    llvm::DenseSet<const Binding *> matched(match->members.begin(), match->members.end());
+    std::vector<int> absorbed;
+    for (const Binding *member : match->members) {
+      auto found = groupOf.find(member);
+      if (!failure.empty() || member == binding.get() || found == groupOf.end())
+        continue;
+      const std::vector<const Binding *> &earlier = groups[found->second];
+      bool subsumed = llvm::all_of(earlier, [&](const Binding *b) { return matched.count(b); });
+      if (earlier.size() > 1 && !subsumed)
+        failure = "it overlaps the earlier match {" + llvm::join(names(earlier), ", ") +
+                  "} without containing it";
+      else if (!llvm::is_contained(absorbed, found->second))
+        absorbed.push_back(found->second);
+    }
+    if (!failure.empty()) {
+      ++NumRejected;
+      decide(*binding, "rejected", failure);
+      continue;
+    }
+    int id = int(groups.size());
+    groups.emplace_back();
+    for (int old : absorbed)
+      groups[old].clear();
+    for (const Binding *member : match->members)
+      groupOf[member] = id;
+    for (const auto &b : block.bindings) // block order
+      if (groupOf.lookup(b.get()) == id && groupOf.count(b.get()))
+        groups[id].push_back(b.get());
+    decide(*binding, "matched", "{" + llvm::join(names(groups[id]), ", ") + "}");
+  }
+
+  GroupOutliner outliner(module, function, block, functionTable);
+  Attrs attrs;
+  attrs.set("composite", Attr::makeString(pattern.name));
+  for (const std::vector<const Binding *> &group : groups) {
+    if (group.empty())
+      continue;
+    std::vector<Binding *> members;
+    for (const Binding *member : group)
+      members.push_back(const_cast<Binding *>(member));
+    std::vector<std::string> memberNames = names(group);
+    GroupOutliner::Result outlined =
+        outliner.outline(members, attrs, getBoolOption("bind-constants"));
+    if (outlined.function.empty()) {
+      logWarning("fuse-by-pattern: dropping the dead match {" + llvm::join(memberNames, ", ") +
+                 "} of " + pattern.name + " in @" + function.name + "; run dce first");
+      if (context.report)
+        context.report->dead.insert(context.report->dead.end(), memberNames.begin(),
+                                    memberNames.end());
+      continue;
+    }
+    ++NumComposites;
+    composites.insert(outlined.function);
+    if (context.report)
+      context.report->groups.push_back(
+          {outlined.function, "composite", "", pattern.name, memberNames});
+    FUSEC_DEBUG("composite " + outlined.function + " (" + pattern.name +
+                "): " + llvm::join(memberNames, ", "));
+  }
+  std::string cycle;
+  if (!outliner.finish(cycle)) {
+    const Binding *at = nullptr;
+    for (const auto &b : block.bindings)
+      if ("%" + b->getResult()->name == cycle)
+        at = b.get();
+    context.diag.error(at ? at->loc : function.loc,
+                       "A cyclic dependency detected: the matches of pattern '" + pattern.name +
+                           "' in @" + function.name + " and " + cycle +
+                           " depend on each other; add a constraint (e.g. single_use) or "
+                           "a dataflow block boundary");
+    return false;
+  }
+  return true;
+}
+
+/// Wraps each new composite in `func @<name>_<prefix>` with the codegen
+/// attributes (TVM's CompositeFunctionAnnotator) and calls that instead.
+void FuseByPattern::annotateCodegen(Module &module, const std::vector<Function *> &entries) {
+  std::map<std::string, std::string> outerOf;
+  std::vector<std::unique_ptr<Function>> added;
+  for (const auto &function : module.functions) {
+    if (!composites.count(function->name))
+      continue;
+    const Attr *composite = function->attrs.get("composite");
+    std::string prefix = llvm::StringRef(composite->text).split('.').first.str();
+    auto outer = std::make_unique<Function>();
+    outer->name = function->name + "_" + prefix;
+    for (int suffix = 1; module.lookupFunction(outer->name); ++suffix)
+      outer->name = function->name + "_" + prefix + "_" + std::to_string(suffix);
+    outer->attrs.set("codegen", Attr::makeString(prefix));
+    outer->attrs.set("global_symbol", Attr::makeString(outer->name));
+    outer->returnType = function->returnType;
+    auto call = std::make_unique<Binding>();
+    call->kind = ExprKind::Call;
+    call->callee = function->name;
+    for (const auto &param : function->params) {
+      auto copy = std::make_unique<Value>(*param);
+      call->operands.push_back(Operand::of(copy.get()));
+      outer->params.push_back(std::move(copy));
+    }
+    call->result = std::make_unique<Value>();
+    call->result->name = "result";
+    call->result->type = function->returnType;
+    call->result->definingBinding = call.get();
+    auto body = std::make_unique<DataflowBlock>();
+    body->hasOutputClause = true;
+    body->outputs.push_back(call->getResult());
+    outer->returnValues.push_back(Operand::of(call->getResult()));
+    body->bindings.push_back(std::move(call));
+    outer->body.push_back({nullptr, std::move(body)});
+    outerOf[function->name] = outer->name;
+    added.push_back(std::move(outer));
+  }
+  for (auto &outer : added)
+    module.functions.push_back(std::move(outer));
+  for (Function *entry : entries)
+    entry->forEachBinding([&](Binding &binding) {
+      auto found = outerOf.find(binding.callee);
+      if (binding.kind == ExprKind::Call && found != outerOf.end())
+        binding.callee = found->second;
+    });
+}
+
+bool FuseByPattern::run(Module &module, PassContext &context) {
+  std::vector<DataflowPattern> patterns = given;
+  if (!loadPatterns(context, patterns))
+    return false;
+  functionTable.clear();
+  composites.clear();
+  std::vector<Function *> entries;
+  for (const auto &function : module.functions)
+    if (!function->isGroupedFunction())
+      entries.push_back(function.get());
+  for (const DataflowPattern &pattern : patterns)
+    for (Function *function : entries)
+      for (BodyItem &item : function->body)
+        if (item.block && !applyToBlock(pattern, module, *function, *item.block, context))
+          return false;
+  if (getBoolOption("annotate-codegen"))
+    annotateCodegen(module, entries);
+  return true;
+}
+
+std::unique_ptr<Pass> fusec::createFuseByPatternPass() { return std::make_unique<FuseByPattern>(); }
+
+std::unique_ptr<Pass> fusec::createFuseByPatternPass(std::vector<DataflowPattern> patterns,
+                                                     bool bindConstants, bool annotateCodegen) {
+  auto pass = std::make_unique<FuseByPattern>(std::move(patterns));
+  pass->setOption("bind-constants", bindConstants ? "true" : "false");
+  pass->setOption("annotate-codegen", annotateCodegen ? "true" : "false");
+  return pass;
+}

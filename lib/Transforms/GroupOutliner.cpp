@@ -1,0 +1,283 @@
+//===- GroupOutliner.cpp - Turn groups of bindings into functions ---------===//
+//
+// Algorithm, per group (see GroupOutliner.h for the contract):
+//   1. Parameters: values the members use from outside, in first-use order,
+//      except constants copied into the function. Outputs: members used by
+//      a non-member, the block's `output` or the return.
+//   2. The function: one dataflow block of the copied members returning the
+//      outputs (a tuple for several). Its text with placeholder names is the
+//      sharing key, so that groups equal up to renaming share one function.
+//   3. The call replaces the last member; outputs keep their Value objects,
+//      so every later use stays valid.
+// Then, per block: replacements applied, orphaned constants dropped, and a
+// topological re-sort (a call moved to its last member may precede a
+// non-member that used an earlier member). Fewer bindings after the sort
+// than before means the groups formed a cycle.
+//
+//===----------------------------------------------------------------------===//
+#include "GroupOutliner.h"
+#include "fusec/Printer/Printer.h"
+
+#include <set>
+
+using namespace fusec;
+
+std::string fusec::fusedNamePart(const Binding &binding) {
+  if (binding.kind != ExprKind::Op && binding.kind != ExprKind::Call &&
+      binding.kind != ExprKind::CallKernel)
+    return "";
+  llvm::StringRef callee = binding.callee;
+  if (binding.kind == ExprKind::Op && callee.startswith("nn."))
+    callee = callee.drop_front(3);
+  std::string part = callee.str();
+  if (binding.kind == ExprKind::Op)
+    std::replace(part.begin(), part.end(), '.', '_');
+  return part;
+}
+
+GroupOutliner::GroupOutliner(Module &module, Function &function, DataflowBlock &block,
+                             OutlinedFunctionTable &table)
+    : module(module), function(function), block(block), table(table) {
+  function.forEachBinding([&](const Binding &binding) {
+    for (const Operand &operand : binding.operands)
+      if (!operand.isLiteral())
+        uses[operand.value].push_back(&binding);
+  });
+  for (const Operand &operand : function.returnValues)
+    usedByReturnOrOutput.insert(operand.value);
+  usedByReturnOrOutput.insert(block.outputs.begin(), block.outputs.end());
+}
+
+static std::unique_ptr<Binding> cloneBinding(const Binding &binding,
+                                             llvm::DenseMap<const Value *, Value *> &map) {
+  auto copy = std::make_unique<Binding>();
+  copy->kind = binding.kind;
+  copy->callee = binding.callee;
+  copy->attrs = binding.attrs;
+  copy->tupleIndex = binding.tupleIndex;
+  if (binding.constant)
+    copy->constant = std::make_unique<ConstantData>(*binding.constant);
+  for (const Operand &operand : binding.operands) {
+    Operand mapped = operand;
+    if (!operand.isLiteral())
+      mapped.value = map.lookup(operand.value);
+    copy->operands.push_back(mapped);
+  }
+  copy->result = std::make_unique<Value>();
+  copy->result->name = binding.result->name;
+  copy->result->type = binding.result->type;
+  copy->result->definingBinding = copy.get();
+  map[binding.getResult()] = copy->result.get();
+  return copy;
+}
+
+/// Whether `value` is a constant that the function gets a copy of.
+static bool isCopiedConstant(const Value *value, bool bindConstants) {
+  const Binding *binding = value->definingBinding;
+  if (!binding || binding->kind != ExprKind::Constant || !value->type.isTensor())
+    return false;
+  return bindConstants || value->type.getRank() == 0;
+}
+
+std::string GroupOutliner::makeFunction(const std::vector<Binding *> &members,
+                                        const std::vector<Value *> &params,
+                                        const std::vector<Value *> &outputs, const Attrs &attrs,
+                                        bool bindConstants) {
+  auto outlined = std::make_unique<Function>();
+  llvm::DenseMap<const Value *, Value *> map;
+  for (Value *param : params) {
+    auto copy = std::make_unique<Value>();
+    copy->name = param->name;
+    copy->type = param->type;
+    map[param] = copy.get();
+    outlined->params.push_back(std::move(copy));
+  }
+  auto body = std::make_unique<DataflowBlock>();
+  body->hasOutputClause = true;
+  std::string name = "fused";
+  for (Binding *member : members) {
+    for (const Operand &operand : member->operands)
+      if (!operand.isLiteral() && !map.count(operand.value) &&
+          isCopiedConstant(operand.value, bindConstants)) {
+        copiedConstants.insert(operand.value->definingBinding);
+        body->bindings.push_back(cloneBinding(*operand.value->definingBinding, map));
+      }
+    body->bindings.push_back(cloneBinding(*member, map));
+    std::string part = fusedNamePart(*member);
+    if (!part.empty())
+      name += "_" + part;
+  }
+  std::vector<Type> outputTypes;
+  for (Value *output : outputs) {
+    body->outputs.push_back(map.lookup(output));
+    outlined->returnValues.push_back(Operand::of(map.lookup(output)));
+    outputTypes.push_back(output->type);
+  }
+  outlined->returnsTuple = outputs.size() > 1;
+  outlined->returnType = outputs.size() > 1 ? Type::tuple(outputTypes) : outputTypes.front();
+  for (const Attrs::Entry &entry : attrs.getEntries())
+    outlined->attrs.set(entry.name, entry.value);
+  outlined->attrs.set("primitive", Attr::makeBool(true));
+  outlined->body.push_back({nullptr, std::move(body)});
+  // The sharing key: the function printed with placeholder names.
+  std::vector<std::pair<Value *, std::string>> names;
+  for (auto &param : outlined->params)
+    names.push_back({param.get(), param->name});
+  outlined->forEachBinding([&](Binding &binding) {
+    names.push_back({binding.getResult(), binding.getResult()->name});
+  });
+  for (size_t k = 0; k < names.size(); ++k)
+    names[k].first->name = "v" + std::to_string(k);
+  outlined->name = "_";
+  std::string text;
+  {
+    Module single;
+    single.functions.push_back(std::move(outlined));
+    text = printModuleToString(single);
+    outlined = std::move(single.functions.front());
+  }
+  for (auto &[value, original] : names)
+    value->name = original;
+  auto existing = table.find(text);
+  if (existing != table.end())
+    return existing->second;
+  std::string unique = name;
+  for (int suffix = 1; module.lookupFunction(unique) || module.lookupKernel(unique); ++suffix)
+    unique = name + "_" + std::to_string(suffix);
+  outlined->name = unique;
+  table[text] = unique;
+  module.functions.push_back(std::move(outlined));
+  return unique;
+}
+
+GroupOutliner::Result GroupOutliner::outline(const std::vector<Binding *> &members,
+                                             const Attrs &attrs, bool bindConstants) {
+  Result result;
+  llvm::DenseSet<const Binding *> memberSet(members.begin(), members.end());
+  llvm::DenseSet<const Value *> seen;
+  for (Binding *member : members)
+    for (const Operand &operand : member->operands)
+      if (!operand.isLiteral() && !memberSet.count(operand.value->definingBinding) &&
+          !isCopiedConstant(operand.value, bindConstants) && seen.insert(operand.value).second)
+        result.params.push_back(operand.value);
+  for (Binding *member : members) {
+    Value *value = member->getResult();
+    bool usedOutside = usedByReturnOrOutput.count(value);
+    for (const Binding *user : uses.lookup(value))
+      usedOutside |= !memberSet.count(user);
+    if (usedOutside)
+      result.outputs.push_back(value);
+  }
+  for (Binding *member : members)
+    removed.insert(member);
+  if (result.outputs.empty())
+    return result;
+  result.function = makeFunction(members, result.params, result.outputs, attrs, bindConstants);
+  auto call = std::make_unique<Binding>();
+  call->kind = ExprKind::Call;
+  call->callee = result.function;
+  for (Value *param : result.params)
+    call->operands.push_back(Operand::of(param));
+  std::vector<std::unique_ptr<Binding>> replacement;
+  const std::vector<Value *> &outputs = result.outputs;
+  if (outputs.size() == 1) {
+    call->result = std::move(outputs.front()->definingBinding->result);
+  } else {
+    call->result = std::make_unique<Value>();
+    std::vector<Type> types;
+    for (Value *output : outputs)
+      types.push_back(output->type);
+    call->result->name = result.function + "_result";
+    call->result->type = Type::tuple(types);
+  }
+  call->result->definingBinding = call.get();
+  Value *callValue = call->getResult();
+  replacement.push_back(std::move(call));
+  if (outputs.size() > 1)
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      auto get = std::make_unique<Binding>();
+      get->kind = ExprKind::Get;
+      get->operands.push_back(Operand::of(callValue));
+      get->tupleIndex = int64_t(k);
+      get->result = std::move(outputs[k]->definingBinding->result);
+      get->result->definingBinding = get.get();
+      replacement.push_back(std::move(get));
+    }
+  replacements[members.back()] = std::move(replacement);
+  return result;
+}
+
+/// Re-sorts `block` so that every binding follows the bindings it uses,
+/// keeping the original order where possible. Returns false on a cycle.
+static bool sortTopologically(DataflowBlock &block, std::string &cycle) {
+  size_t count = block.bindings.size();
+  llvm::DenseMap<const Value *, size_t> definedAt;
+  for (size_t i = 0; i < count; ++i)
+    definedAt[block.bindings[i]->getResult()] = i;
+  std::vector<std::vector<size_t>> users(count);
+  std::vector<size_t> pending(count, 0);
+  for (size_t i = 0; i < count; ++i)
+    for (const Operand &operand : block.bindings[i]->operands) {
+      auto it = operand.isLiteral() ? definedAt.end() : definedAt.find(operand.value);
+      if (it != definedAt.end()) {
+        users[it->second].push_back(i);
+        ++pending[i];
+      }
+    }
+  std::set<size_t> ready;
+  for (size_t i = 0; i < count; ++i)
+    if (!pending[i])
+      ready.insert(i);
+  std::vector<std::unique_ptr<Binding>> sorted;
+  while (!ready.empty()) {
+    size_t next = *ready.begin();
+    ready.erase(ready.begin());
+    sorted.push_back(std::move(block.bindings[next]));
+    for (size_t user : users[next])
+      if (--pending[user] == 0)
+        ready.insert(user);
+  }
+  if (sorted.size() != count) {
+    for (size_t i = 0; i < count; ++i)
+      if (block.bindings[i]) {
+        if (cycle.empty())
+          cycle = "%" + block.bindings[i]->getResult()->name;
+        sorted.push_back(std::move(block.bindings[i]));
+      }
+    block.bindings = std::move(sorted); // every binding kept, for the report
+    return false;
+  }
+  block.bindings = std::move(sorted);
+  return true;
+}
+
+bool GroupOutliner::finish(std::string &cycle) {
+  std::vector<std::unique_ptr<Binding>> rewritten;
+  for (auto &binding : block.bindings) {
+    auto it = replacements.find(binding.get());
+    if (it != replacements.end()) {
+      for (auto &replacement : it->second)
+        rewritten.push_back(std::move(replacement));
+      continue;
+    }
+    if (!removed.count(binding.get()))
+      rewritten.push_back(std::move(binding));
+  }
+  block.bindings = std::move(rewritten);
+  llvm::erase_if(block.outputs,
+                 [&](Value *v) { return !v->definingBinding || !v->definingBinding->result; });
+  // Constants copied into functions and no longer read here.
+  if (!copiedConstants.empty()) {
+    llvm::DenseSet<const Value *> stillUsed(usedByReturnOrOutput.begin(),
+                                            usedByReturnOrOutput.end());
+    function.forEachBinding([&](const Binding &binding) {
+      for (const Operand &operand : binding.operands)
+        if (!operand.isLiteral())
+          stillUsed.insert(operand.value);
+    });
+    llvm::erase_if(block.bindings, [&](const std::unique_ptr<Binding> &binding) {
+      return copiedConstants.count(binding.get()) && !stillUsed.count(binding->getResult());
+    });
+  }
+  return sortTopologically(block, cycle);
+}

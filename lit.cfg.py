@@ -12,7 +12,7 @@ config.name = "fusec"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".fir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
-config.excludes = ["Inputs", "expect-exit.py", "unit", "fuzz", "build", "build-asan", "docs",
+config.excludes = ["Inputs", "expect-exit.py", "unit", "fuzz", "build", "build-asan",
                    "include", "lib", "tools", "scripts", "bench", "CMakeLists.txt"]
 
 bin_dir = lit_config.params.get("fusec_bin_dir")

@@ -14,6 +14,7 @@
 #include "fusec/Driver/Driver.h"
 
 #include "fusec/Exec/Exec.h"
+#include "fusec/IR/Pattern.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -24,8 +25,12 @@ using namespace fusec;
 int fusec::runBackend(const Module &module, const BackendRequest &request,
                       std::string &output, std::vector<ExtraStatistic> &stats) {
   std::string source, error;
-  // Graph ops left in a function have no kernel to generate.
+  // Graph ops left in a function have no kernel to generate, except where
+  // a library runs the function.
+  std::vector<std::string> libraryBound = libraryBoundFunctions(module);
   for (const auto &function : module.functions) {
+    if (llvm::is_contained(libraryBound, function->name))
+      continue;
     std::string op;
     function->forEachBinding([&](const Binding &binding) {
       if (op.empty() && binding.kind == ExprKind::Op)

@@ -110,10 +110,10 @@ std::string fusec::getNamedPipeline(llvm::StringRef name) {
     return "legalize,schedule,lower";
   if (name == "O1")
     return "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower";
-  // -O2 starts with fuse-by-pattern when this build ships library patterns
-  // (spec §7: "when the target has the library"); until it does, -O2 is
-  // -O1's pipeline (docs/cli.md).
+  // -O2 first gives matmuls to cuBLASLt (every supported arch has it) with
+  // the shipped patterns/cublaslt.pat, then fuses the rest as -O1 does.
   if (name == "O2")
-    return "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower";
+    return "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true},"
+           "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower";
   return "";
 }

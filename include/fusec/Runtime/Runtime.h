@@ -9,7 +9,9 @@
 // whose lifetimes do not overlap share memory, and launches the steps in
 // order on the caller's stream. Driver entry points come through a table of
 // function pointers (Driver), so that the same code links against libcuda
-// (a launcher) or against a dlopen'ed one (fusec-run).
+// (a launcher) or against a dlopen'ed one (fusec-run). Library steps (a
+// composite that fuse-by-pattern gave to cuBLASLt) go through a second
+// table (Library), which a launcher fills from CublasLt.h.
 //
 // Every failure returns a Status and sets lastError(); nothing throws or
 // aborts.
@@ -73,17 +75,39 @@ struct SlotDesc {
   int firstStep, lastStep; // Intermediate: the steps that write and last read it
 };
 
+/// A matmul run by a library: d[m,n] = epilogue(a[m,k] · b + bias), where
+/// b is [k,n], or [n,k] when `transposeB`; bias is [n]; all row-major, of
+/// one dtype, accumulated in f32. The epilogues are cuBLASLt's.
+struct MatmulCall {
+  enum Epilogue : int { None = 0, Relu, Gelu, Bias, ReluBias, GeluBias };
+  int epilogue;
+  int transposeB;
+  DType dtype;
+  int64_t m, n, k;
+  unsigned long long a, b, bias, d; // bias is 0 without a bias epilogue
+};
+
+/// The library entry points the engine uses for Library steps. `create`
+/// runs at the first library step (a handle, a workspace), `destroy` when
+/// the engine is released; `error` explains a non-zero result.
+struct Library {
+  void *(*create)();
+  void (*destroy)(void *state);
+  int (*matmul)(void *state, const MatmulCall &call, void *stream);
+  const char *(*error)(void *state);
+};
+
 struct StepDesc {
-  enum Kind : int { Launch = 0, Copy };
+  enum Kind : int { Launch = 0, Copy, Library };
   Kind kind;
-  int entry;       // Launch: index into entryNames
-  int threads;     // Launch
+  int entry;       // Launch: index into entryNames; Library: MatmulCall::Epilogue
+  int threads;     // Launch; Library: 1 if b is transposed
   int gridLength;  // Launch: postfix pairs of the grid size
   const int64_t *grid;
-  int numArgs;     // Launch: slots passed as pointers, in parameter order
-  const int *args;
+  int numArgs;     // Launch: slots passed as pointers, in parameter order;
+  const int *args; // Library: a, b, [bias,] d
   int numDims;     // Launch: 64-bit integer parameters, in order: >= 0 the
-  const int64_t *dims; // model's dim k, < 0 the constant -1 - value
+  const int64_t *dims; // model's dim k, < 0 the constant -1 - value; Library: m, n, k
   int from, to;    // Copy: slots
 };
 
@@ -165,7 +189,8 @@ inline int64_t evaluate(const int64_t *code, int length, const std::vector<int64
 
 class Engine {
 public:
-  Engine(const ModelDesc &desc, const Driver &driver) : desc(desc), driver(driver) {}
+  Engine(const ModelDesc &desc, const Driver &driver, const Library *library = nullptr)
+      : desc(desc), driver(driver), library(library) {}
   ~Engine() { release(); }
   Engine(const Engine &) = delete;
   Engine &operator=(const Engine &) = delete;
@@ -366,6 +391,11 @@ public:
             return status;
         continue;
       }
+      if (step.kind == StepDesc::Library) {
+        if (int status = runLibraryStep(step, dims, address, stream))
+          return status;
+        continue;
+      }
       int64_t grid = evaluate(step.grid, step.gridLength, dims);
       if (grid <= 0)
         continue; // nothing to compute (a zero-size tensor)
@@ -396,6 +426,34 @@ public:
   }
 
 private:
+  template <class Address>
+  int runLibraryStep(const StepDesc &step, const std::vector<int64_t> &dims, Address &address,
+                     void *stream) {
+    if (!library || !library->matmul)
+      return fail(ErrorState, "the model runs a matmul through cuBLASLt, but this engine has no "
+                              "library table (use the generated launcher, linked with -lcublasLt)");
+    if (!libraryState && library->create)
+      libraryState = library->create();
+    auto value = [&](int64_t code) { return code >= 0 ? dims[static_cast<size_t>(code)] : -1 - code; };
+    MatmulCall call;
+    call.epilogue = step.entry;
+    call.transposeB = step.threads;
+    call.dtype = desc.slots[step.args[0]].dtype;
+    call.m = value(step.dims[0]);
+    call.n = value(step.dims[1]);
+    call.k = value(step.dims[2]);
+    call.a = address(step.args[0]);
+    call.b = address(step.args[1]);
+    call.bias = step.numArgs == 4 ? address(step.args[2]) : 0;
+    call.d = address(step.args[step.numArgs - 1]);
+    if (call.m == 0 || call.n == 0)
+      return Ok;
+    if (library->matmul(libraryState, call, stream) != 0)
+      return fail(ErrorCuda, std::string("cuBLASLt matmul failed: ") +
+                                 (library->error ? library->error(libraryState) : "unknown error"));
+    return Ok;
+  }
+
   int fail(int status, const std::string &message) {
     error = message;
     return status;
@@ -420,11 +478,16 @@ private:
     if (module)
       driver.moduleUnload(module);
     module = nullptr;
+    if (libraryState && library && library->destroy)
+      library->destroy(libraryState);
+    libraryState = nullptr;
     functions.clear();
   }
 
   const ModelDesc &desc;
   Driver driver;
+  const Library *library;
+  void *libraryState = nullptr;
   void *module = nullptr;
   std::vector<void *> functions;
   std::vector<unsigned long long> constants;

@@ -6,7 +6,8 @@
 //      constants (materialized; scalar literal operands become 0-d
 //      constants), kernel results and scratch buffers (intermediates), and
 //      outputs;
-//   2. steps: one launch per `launch` of each called kernel, its pointer
+//   2. steps: one launch per `launch` of each called kernel (a call of a
+//      `codegen = "cublaslt"` function is one library step instead), its pointer
 //      arguments (inputs, outputs, scratch) and 64-bit dims (the entry's
 //      dims, or constants where the call site's types are static), its
 //      grid size as a postfix expression over the entry's dims;
@@ -18,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/Runtime/Runtime.h"
+#include "fusec/IR/Pattern.h"
 #include "fusec/Target/CUDA.h"
 
 #include <map>
@@ -259,6 +261,101 @@ private:
     return true;
   }
 
+  /// A call of a `codegen = "cublaslt"` function: one Library step. The
+  /// composite it calls must be a matmul of two 2-D operands (the second
+  /// possibly `permute_dims {axes = [1, 0]}`), then optionally `add` of a
+  /// bias, then optionally `nn.relu` or `nn.gelu_tanh`.
+  bool libraryCall(const Binding &binding, const Function &outer,
+                   std::map<const Value *, std::vector<int>> &slots, std::vector<int> &results) {
+    std::string where = "@" + outer.name + " (codegen \"cublaslt\")";
+    const Binding *inner = nullptr;
+    outer.forEachBinding([&](const Binding &b) {
+      if (b.kind == ExprKind::Call)
+        inner = &b;
+    });
+    const Function *composite = inner ? module.lookupFunction(inner->callee) : nullptr;
+    if (!composite || composite->params.size() != outer.params.size())
+      return fail(where + " must call one composite function with its own parameters");
+    for (size_t i = 0; i < outer.params.size(); ++i)
+      if (inner->operands[i].isLiteral() || inner->operands[i].value != outer.params[i].get())
+        return fail(where + " must pass its parameters to the composite in order");
+    // The chain matmul -> [add bias] -> [relu | gelu_tanh], read from the root.
+    const Value *root = composite->returnValues.size() == 1 && !composite->returnsTuple
+                            ? composite->returnValues.front().value
+                            : nullptr;
+    auto defining = [](const Value *v) { return v ? v->definingBinding : nullptr; };
+    const Binding *node = defining(root);
+    int activation = 0; // 0 none, 1 relu, 2 gelu
+    if (node && node->kind == ExprKind::Op &&
+        (node->callee == "nn.relu" || node->callee == "nn.gelu_tanh")) {
+      activation = node->callee == "nn.relu" ? 1 : 2;
+      node = defining(node->operands[0].value);
+    }
+    const Value *bias = nullptr;
+    if (node && node->kind == ExprKind::Op && node->callee == "add") {
+      const Binding *left = defining(node->operands[0].value);
+      int matmulSide = left && left->kind == ExprKind::Op && left->callee == "matmul" ? 0 : 1;
+      bias = node->operands[1 - matmulSide].value;
+      node = defining(node->operands[matmulSide].value);
+    }
+    if (!node || node->kind != ExprKind::Op || node->callee != "matmul")
+      return fail(where + ": the composite '" + composite->name +
+                  "' is not a matmul with a bias/relu/gelu_tanh epilogue that cuBLASLt runs");
+    const Value *a = node->operands[0].value, *b = node->operands[1].value;
+    bool transposeB = false;
+    if (const Binding *permute = defining(b)) {
+      const Attr *axes = permute->attrs.get("axes");
+      if (permute->kind != ExprKind::Op || permute->callee != "permute_dims" || !axes ||
+          axes->list.size() != 2 || axes->list[0].intValue != 1 || axes->list[1].intValue != 0)
+        return fail(where + ": the matmul's second operand must be a parameter or its transpose");
+      transposeB = true;
+      b = permute->operands[0].value;
+    }
+    auto paramSlot = [&](const Value *v) -> int {
+      for (size_t i = 0; i < composite->params.size(); ++i)
+        if (composite->params[i].get() == v) {
+          const Operand &operand = binding.operands[i];
+          if (operand.isLiteral() || slots.at(operand.value).size() != 1)
+            return -1;
+          return slots.at(operand.value).front();
+        }
+      return -1;
+    };
+    int aSlot = paramSlot(a), bSlot = paramSlot(b), biasSlot = bias ? paramSlot(bias) : -2;
+    if (aSlot < 0 || bSlot < 0 || biasSlot == -1)
+      return fail(where + ": cuBLASLt's operands must be parameters of the composite");
+    const LaunchPlan::Slot &aInfo = plan.slots[aSlot], &bInfo = plan.slots[bSlot];
+    if (aInfo.dims.size() != 2 || bInfo.dims.size() != 2 || (bias && plan.slots[biasSlot].dims.size() != 1))
+      return fail(where + ": cuBLASLt runs 2-D matmuls with a 1-D bias");
+    LaunchPlan::Step step;
+    step.kind = fusec_rt::StepDesc::Library;
+    step.entry = bias ? fusec_rt::MatmulCall::Bias + activation : activation;
+    step.threads = transposeB ? 1 : 0;
+    step.kernel = composite->attrs.get("composite") ? composite->attrs.get("composite")->text
+                                                    : composite->name;
+    int64_t m = aInfo.dims[0], k = aInfo.dims[1], n = transposeB ? bInfo.dims[0] : bInfo.dims[1];
+    // Slot dims (>= 0 static, -1 - d model dim d) to step dims (the reverse).
+    for (int64_t dim : {m, n, k})
+      step.dims.push_back(-1 - dim);
+    LaunchPlan::Slot out;
+    out.kind = fusec_rt::SlotDesc::Intermediate;
+    out.dtype = root->type.getDType();
+    out.name = binding.getResult()->name;
+    out.dims = {m, n};
+    plan.slots.push_back(out);
+    int outSlot = int(plan.slots.size()) - 1;
+    step.args = {aSlot, bSlot};
+    if (bias)
+      step.args.push_back(biasSlot);
+    step.args.push_back(outSlot);
+    plan.steps.push_back(step);
+    for (size_t i = 0; i + 1 < step.args.size(); ++i)
+      noteRead(step.args[i]);
+    plan.slots[outSlot].firstStep = plan.slots[outSlot].lastStep = int(plan.steps.size()) - 1;
+    results = {outSlot};
+    return true;
+  }
+
   bool walk(const Function &function, const std::map<std::string, int64_t> &symbols,
             std::map<const Value *, std::vector<int>> &slots, std::vector<int> &results) {
     bool ok = true;
@@ -305,6 +402,11 @@ private:
         if (!callee) {
           ok = fail("unknown function '@" + binding.callee + "'");
           return;
+        }
+        const Attr *codegen = callee->attrs.get("codegen");
+        if (codegen && codegen->kind == Attr::String && isLibraryCodegen(codegen->text)) {
+          ok = libraryCall(binding, *callee, slots, produced);
+          break;
         }
         std::map<std::string, int64_t> calleeSymbols;
         std::map<const Value *, std::vector<int>> calleeSlots;

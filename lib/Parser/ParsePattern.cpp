@@ -60,8 +60,11 @@ bool Parser::parsePattern(DataflowPattern &pattern) {
       if (!parsePatternBinding(pattern))
         return false;
     } else if (token.isKeyword("root")) {
-      if (pattern.root >= 0 || rootLoc.isValid())
-        return error("the pattern already has a root");
+      if (pattern.root >= 0 || rootLoc.isValid()) {
+        error("the pattern already has a root");
+        diag.note(rootLoc, "previous root is here");
+        return false;
+      }
       consume();
       rootLoc = token.getLoc();
       if (!token.is(Token::LocalName))
@@ -118,9 +121,12 @@ bool Parser::checkPattern(DataflowPattern &pattern) {
     for (int operand : pattern.nodes[node].operands)
       work.push_back(operand);
   }
-  for (size_t n = 0; n < pattern.nodes.size(); ++n)
-    if (!reached[n] && pattern.nodes[n].kind != PatternNode::Literal)
-      return errorAt(pattern.nodes[n].loc,
+  // Op bindings first: an unreachable wildcard is only a symptom.
+  for (int opsFirst = 1; opsFirst >= 0; --opsFirst)
+    for (size_t n = 0; n < pattern.nodes.size(); ++n)
+      if (!reached[n] && pattern.nodes[n].kind != PatternNode::Literal &&
+          (pattern.nodes[n].kind != PatternNode::Wildcard) == bool(opsFirst))
+        return errorAt(pattern.nodes[n].loc,
                      "'%" + pattern.nodes[n].name + "' is not reachable from the root '%" +
                          pattern.nodes[pattern.root].name + "'");
   return true;
@@ -131,10 +137,15 @@ bool Parser::parsePatternBinding(DataflowPattern &pattern) {
   llvm::SMLoc nameLoc = token.getLoc();
   int existing = pattern.lookup(name);
   if (existing >= 0) {
-    if (pattern.nodes[existing].kind == PatternNode::Wildcard)
-      return error("'%" + name + "' is used as a wildcard before this definition; "
-                   "define it before its uses");
-    return error("'%" + name + "' is already defined in this pattern");
+    bool wildcard = pattern.nodes[existing].kind == PatternNode::Wildcard;
+    if (wildcard)
+      error("'%" + name + "' is used as a wildcard before this definition; "
+            "define it before its uses");
+    else
+      error("'%" + name + "' is already defined in this pattern");
+    diag.note(pattern.nodes[existing].loc,
+              wildcard ? "first used here" : "previous definition is here");
+    return false;
   }
   consume();
   if (!expect(Token::Equal, "'=' after '%" + name + "'"))
@@ -166,6 +177,7 @@ bool Parser::parsePatternBinding(DataflowPattern &pattern) {
   }
   node.kind = PatternNode::Op;
   std::vector<const OpInfo *> infos;
+  std::vector<llvm::SMLoc> opLocs;
   while (true) {
     if (!token.is(Token::BareIdent))
       return error("expected an op name, found " + describeToken());
@@ -177,29 +189,38 @@ bool Parser::parsePatternBinding(DataflowPattern &pattern) {
     }
     node.opNames.push_back(token.spelling.str());
     infos.push_back(info);
+    opLocs.push_back(token.getLoc());
     consume();
     if (!token.is(Token::Pipe))
       break;
     consume();
   }
-  llvm::SMLoc operandsLoc = token.getLoc();
   if (!expect(Token::LParen, "'(' after the op name"))
     return false;
-  if (!parsePatternOperands(pattern, node))
+  llvm::SMLoc ellipsisLoc;
+  if (!parsePatternOperands(pattern, node, ellipsisLoc))
     return false;
-  for (const OpInfo *info : infos) {
+  for (int operand : node.operands)
+    if (pattern.nodes[operand].kind == PatternNode::Wildcard && pattern.nodes[operand].name == name)
+      return errorAt(pattern.nodes[operand].loc, "'%" + name + "' is used in its own definition");
+  for (size_t i = 0; i < infos.size(); ++i) {
+    const OpInfo *info = infos[i];
     int count = int(node.operands.size());
     if (node.variadic && info->maxOperands != -1)
-      return errorAt(operandsLoc, "'...' needs a variadic op such as 'concat'; '" +
+      return errorAt(ellipsisLoc, "'...' needs a variadic op such as 'concat'; '" +
                                       std::string(info->name) + "' takes a fixed number of operands");
-    if (count < info->minOperands && !node.variadic)
-      return errorAt(operandsLoc, "'" + std::string(info->name) + "' takes at least " +
-                                      std::to_string(info->minOperands) + " operands, not " +
-                                      std::to_string(count));
-    if (info->maxOperands >= 0 && count > info->maxOperands)
-      return errorAt(operandsLoc, "'" + std::string(info->name) + "' takes at most " +
-                                      std::to_string(info->maxOperands) + " operands, not " +
-                                      std::to_string(count));
+    bool tooFew = count < info->minOperands && !node.variadic;
+    bool tooMany = info->maxOperands >= 0 && count > info->maxOperands;
+    if (tooFew || tooMany) {
+      // The wording of the .fir parser (inferOpType).
+      std::string expected =
+          info->maxOperands < 0 ? "at least " + std::to_string(info->minOperands)
+          : info->minOperands == info->maxOperands
+              ? std::to_string(info->minOperands)
+              : std::to_string(info->minOperands) + " to " + std::to_string(info->maxOperands);
+      return errorAt(opLocs[i], "'" + std::string(info->name) + "' takes " + expected +
+                                    " operand(s), but " + std::to_string(count) + " were given");
+    }
     for (int operand : node.operands)
       if (pattern.nodes[operand].kind == PatternNode::Literal && !info->allowsLiterals)
         return errorAt(pattern.nodes[operand].loc, "'" + std::string(info->name) +
@@ -224,10 +245,12 @@ bool Parser::parsePatternBinding(DataflowPattern &pattern) {
   return true;
 }
 
-bool Parser::parsePatternOperands(DataflowPattern &pattern, PatternNode &node) {
+bool Parser::parsePatternOperands(DataflowPattern &pattern, PatternNode &node,
+                                  llvm::SMLoc &ellipsisLoc) {
   while (!token.is(Token::RParen)) {
     if (token.is(Token::Ellipsis)) {
       node.variadic = true;
+      ellipsisLoc = token.getLoc();
       consume();
       if (!token.is(Token::RParen))
         return error("expected ')' after '...', found " + describeToken());
@@ -291,8 +314,8 @@ bool Parser::parsePatternTerm(DataflowPattern &pattern, PatternTerm &term) {
     return true;
   }
   if (!token.is(Token::BareIdent))
-    return error("expected dtype(%x), rank(%x), shape(%x)[i], an integer or a dtype, found " +
-                 describeToken());
+    return error("expected a check (dtype(%x), rank(%x), shape(%x)[i], is_constant(%x), "
+                 "single_use(%x), not(...)) or a value, found " + describeToken());
   llvm::StringRef word = token.spelling;
   if (word == "dtype" || word == "rank" || word == "shape") {
     term.kind = word == "dtype"  ? PatternTerm::DTypeOf
@@ -321,8 +344,8 @@ bool Parser::parsePatternTerm(DataflowPattern &pattern, PatternTerm &term) {
     consume();
     return true;
   }
-  return error("expected dtype(%x), rank(%x), shape(%x)[i], an integer or a dtype, found " +
-               describeToken());
+  return error("expected a check (dtype(%x), rank(%x), shape(%x)[i], is_constant(%x), "
+               "single_use(%x), not(...)) or a value, found " + describeToken());
 }
 
 bool Parser::parseConstraint(DataflowPattern &pattern, PatternConstraint &constraint) {
@@ -375,6 +398,9 @@ bool Parser::parseConstraint(DataflowPattern &pattern, PatternConstraint &constr
                  compatible(constraint.rhs.back());
         }))
       return false;
+    if (constraint.lhs.node < 0 &&
+        llvm::none_of(constraint.rhs, [](const PatternTerm &t) { return t.node >= 0; }))
+      return errorAt(constraint.loc, "this check names no value of the pattern");
     return finish();
   }
   static const std::pair<Token::Kind, PatternConstraint::Comparison> comparisons[] = {
@@ -392,6 +418,8 @@ bool Parser::parseConstraint(DataflowPattern &pattern, PatternConstraint &constr
   constraint.rhs.emplace_back();
   if (!parsePatternTerm(pattern, constraint.rhs.back()) || !compatible(constraint.rhs.back()))
     return false;
+  if (constraint.lhs.node < 0 && constraint.rhs.back().node < 0)
+    return errorAt(constraint.loc, "this check names no value of the pattern");
   if (constraint.lhs.isDType() && constraint.comparison != PatternConstraint::Eq &&
       constraint.comparison != PatternConstraint::Ne)
     return errorAt(opLoc, "dtypes can only be compared with '==', '!=' or 'in'");

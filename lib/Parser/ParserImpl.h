@@ -105,7 +105,8 @@ private:
   // Pattern files (ParsePattern.cpp).
   bool parsePattern(DataflowPattern &pattern);
   bool parsePatternBinding(DataflowPattern &pattern);
-  bool parsePatternOperands(DataflowPattern &pattern, PatternNode &node);
+  bool parsePatternOperands(DataflowPattern &pattern, PatternNode &node,
+                            llvm::SMLoc &ellipsisLoc);
   bool parsePatternOperand(DataflowPattern &pattern, int &node);
   bool parsePatternNodeRef(const DataflowPattern &pattern, int &node);
   bool parseConstraint(DataflowPattern &pattern, PatternConstraint &constraint);

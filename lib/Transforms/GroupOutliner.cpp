@@ -3,7 +3,8 @@
 // Algorithm, per group (see GroupOutliner.h for the contract):
 //   1. Parameters: values the members use from outside, in first-use order,
 //      except constants copied into the function. Outputs: members used by
-//      a non-member, the block's `output` or the return.
+//      a non-member, the block's `output` or the return, in the order a
+//      walk of the block discovers them (TVM's CollectFuncBoundary).
 //   2. The function: one dataflow block of the copied members returning the
 //      outputs (a tuple for several). Its text with placeholder names is the
 //      sharing key, so that groups equal up to renaming share one function.
@@ -160,14 +161,28 @@ GroupOutliner::Result GroupOutliner::outline(const std::vector<Binding *> &membe
       if (!operand.isLiteral() && !memberSet.count(operand.value->definingBinding) &&
           !isCopiedConstant(operand.value, bindConstants) && seen.insert(operand.value).second)
         result.params.push_back(operand.value);
-  for (Binding *member : members) {
-    Value *value = member->getResult();
-    bool usedOutside = usedByReturnOrOutput.count(value);
-    for (const Binding *user : uses.lookup(value))
-      usedOutside |= !memberSet.count(user);
-    if (usedOutside)
+  // Outputs in TVM's order of discovery along the block: a member that is
+  // a block output when its binding is reached, a member read by a
+  // non-member when that reader is reached.
+  auto addOutput = [&](Value *value) {
+    if (!llvm::is_contained(result.outputs, value))
       result.outputs.push_back(value);
+  };
+  for (const auto &binding : block.bindings) {
+    if (memberSet.count(binding.get())) {
+      if (usedByReturnOrOutput.count(binding->getResult()))
+        addOutput(binding->getResult());
+      continue;
+    }
+    for (const Operand &operand : binding->operands)
+      if (!operand.isLiteral() && memberSet.count(operand.value->definingBinding))
+        addOutput(operand.value);
   }
+  // Readers outside the block (they read block outputs, found above).
+  for (Binding *member : members)
+    for (const Binding *user : uses.lookup(member->getResult()))
+      if (!memberSet.count(user))
+        addOutput(member->getResult());
   for (Binding *member : members)
     removed.insert(member);
   if (result.outputs.empty())

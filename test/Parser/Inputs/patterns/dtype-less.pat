@@ -1,0 +1,4 @@
+pattern @t.where {
+  %r = add(%a, %b)
+  where dtype(%a) < dtype(%b)
+}

@@ -1,0 +1,3 @@
+pattern @t.add {
+  %r = add(%a, ...)
+}

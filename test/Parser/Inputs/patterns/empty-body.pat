@@ -1,0 +1,2 @@
+pattern @t.empty {
+}

@@ -1,0 +1,5 @@
+pattern @t.get {
+  %s = split(%x) {indices_or_sections = 2}
+  %g = get(%s, -1)
+  %r = nn.relu(%g)
+}

@@ -1,0 +1,4 @@
+pattern @t.where {
+  %r = nn.relu(%x)
+  where dtype(%x) in [f16, 2]
+}

@@ -1,0 +1,3 @@
+pattern {
+  %r = nn.relu(%x)
+}

@@ -1,0 +1,4 @@
+pattern @t.nothing {
+  %r = nn.relu(%x)
+  where 2 == 3
+}

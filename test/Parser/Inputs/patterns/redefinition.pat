@@ -1,0 +1,4 @@
+pattern @t.twice {
+  %y = exp(%x)
+  %y = nn.relu(%y)
+}

@@ -1,0 +1,5 @@
+pattern @t.root {
+  %s = split(%x) {indices_or_sections = 2}
+  %g = get(%s, 0)
+  root %g
+}

@@ -1,0 +1,5 @@
+pattern @t.root {
+  %r = nn.relu(%x)
+  root %r
+  root %r
+}

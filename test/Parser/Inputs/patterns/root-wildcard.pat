@@ -1,0 +1,4 @@
+pattern @t.root {
+  %r = nn.relu(%x)
+  root %x
+}

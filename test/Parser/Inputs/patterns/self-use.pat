@@ -1,0 +1,3 @@
+pattern @t.self {
+  %r = add(%r, %x)
+}

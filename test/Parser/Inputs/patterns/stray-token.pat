@@ -1,0 +1,4 @@
+pattern @t.relu {
+  %r = nn.relu(%x)
+}
+}

@@ -1,0 +1,3 @@
+pattern @t.alt {
+  %r = add | sub(%a, %b)
+}

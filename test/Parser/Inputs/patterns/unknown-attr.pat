@@ -1,0 +1,3 @@
+pattern @t.relu {
+  %r = nn.relu(%x) {axis = 1}
+}

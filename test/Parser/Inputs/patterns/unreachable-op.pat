@@ -1,0 +1,5 @@
+pattern @t.unreachable {
+  %m = matmul(%a, %w)
+  %r = nn.relu(%x)
+  root %r
+}

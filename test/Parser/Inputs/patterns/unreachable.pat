@@ -1,0 +1,5 @@
+pattern @t.unreachable {
+  %e = exp(%x)
+  %r = nn.relu(%x)
+  root %r
+}

@@ -1,0 +1,2 @@
+pattern @t.relu {
+  %r = nn.relu(%x)

@@ -1,0 +1,4 @@
+pattern @t.late {
+  %r = nn.relu(%y)
+  %y = exp(%x)
+}

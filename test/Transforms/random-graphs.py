@@ -119,6 +119,21 @@ PIPE_E = "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower"
 CHECK_EACH_EVERY = 4
 VARIANT_EVERY = 3
 
+# fuse-by-pattern (TVM's FuseOpsByPattern) before the fused pipeline: its
+# composites are legalized and merged by fuse-tir like fused groups
+# (prefix `rand`), or kept as graph ops that the interpreter runs (prefix
+# `cublaslt`, a library). Either way the results must be bitwise equal to
+# A's, as B's are. PATTERNS holds broad patterns that match often in these
+# programs; g_linear emits the chains that patterns/cublaslt.pat matches.
+PATTERNS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs", "random-patterns.pat")
+FUSED = "legalize,annotate-pattern,fuse-ops,fuse-tir"
+PIPES_PAT = {
+    "F": "fuse-by-pattern{patterns=%s},%s" % (PATTERNS, FUSED),
+    "G": "fuse-by-pattern{patterns=%s,annotate-codegen=true,bind-constants=false},%s" % (PATTERNS, FUSED),
+    "H": "fuse-by-pattern{patterns=@cublaslt,annotate-codegen=true},%s" % FUSED,
+}
+PATTERN_EVERY = 1
+
 
 def variant_pipeline(seed):
     """fuse-ops with options that cap groups, chosen by the seed."""
@@ -128,6 +143,20 @@ def variant_pipeline(seed):
                      ["max-merges=%d" % r.randint(0, 6)],
                      ["max-fused-ops=%d" % r.randint(2, 6), "max-function-args=%d" % r.randint(3, 8)]])
     return "legalize,annotate-pattern,fuse-ops{%s},fuse-tir" % ",".join(opts)
+
+
+def pattern_tags(seed, text):
+    """The fuse-by-pattern pipelines (PIPES_PAT) that check this program.
+    PATTERN_EVERY spreads the two `rand` pipelines over the seeds (time);
+    the cuBLASLt one runs where a matmul is, since nothing else matches."""
+    tags = []
+    if seed % PATTERN_EVERY == 0:
+        tags.append("F")
+    if seed % PATTERN_EVERY == 1 % PATTERN_EVERY:
+        tags.append("G")
+    if "matmul(" in text:
+        tags.append("H")
+    return tags
 
 SYM_BUDGET = 8          # a symbolic dim counts as this many elements
 MAX_ELEMS = 2048        # per tensor
@@ -1494,6 +1523,76 @@ class Gen:
                                   "twin", fields=v.fields)
             mapping[v.name] = nv
 
+    def g_linear(self):
+        """matmul(2-D a, 2-D w) -> add(., 1-D bias over the columns) ->
+        nn.relu | nn.gelu_tanh in f32 or f16: the chain patterns/cublaslt.pat
+        matches (one cublasLtMatmul with a RELU_BIAS / GELU_BIAS epilogue),
+        with variations that match a shorter pattern (no bias, no epilogue,
+        the weight transposed) or none (nn.gelu, a 2-D bias, out_dtype of the
+        other dtype)."""
+        r = self.r
+        a = None
+        if r.random() < 0.5:
+            try:
+                a = self.pick(lambda u: u.dtype in FLOATS and u.rank == 2 and isinstance(u.shape[1], int)
+                              and 1 <= u.shape[1] <= 16)
+            except Retry:
+                a = None
+        if a is None:
+            dtype = "f16" if r.random() < 0.4 else "f32"
+            M = r.choice([1, 2, 3, 4, 8] + self.syms * 2)
+            a = self.new_param(dtype, (M, r.choice([1, 2, 3, 4, 8, 16])))
+        if a.mag() > 4:
+            a = self.tame(a)
+        dtype = a.dtype
+        M, K = a.shape
+        N = r.choice([1, 2, 3, 4, 6, 8, 16] + (self.syms if r.random() < 0.1 else []))
+        if elems((M, N)) * K > MAX_MACS or not self.ok((M, N)):
+            raise Retry()
+        if r.random() < 0.25:
+            # x @ W^T, as nn.Linear stores W (the "transposed" patterns).
+            wt = self.new_leaf(dtype, (N, K))
+            axes = " {axes = [1, 0]}" if r.random() < 0.85 else ""
+            w = self.add_binding("permute_dims(@@0@@)%s" % axes, [wt], dtype, (K, N), wt.lo, wt.hi, "wT")
+        else:
+            w = self.new_leaf(dtype, (K, N))
+        if w.mag() > 4:
+            w = self.tame(w)
+        bound = K * a.mag() * w.mag()
+        attr = ""
+        mdtype = dtype
+        x = r.random()
+        if x < 0.08:
+            attr = ' {out_dtype = "%s"}' % dtype
+        elif x < 0.12:
+            mdtype = "f32" if dtype == "f16" else "f16"
+            attr = ' {out_dtype = "%s"}' % mdtype
+        if not self.in_limit(mdtype, -bound, bound):
+            raise Retry()
+        m = self.add_binding("matmul(@@0@@, @@1@@)%s" % attr, [a, w], mdtype, (M, N), -bound, bound, "mm")
+        y = m
+        if r.random() < 0.8:
+            bshape = (N,) if r.random() < 0.9 else (1, N)
+            try:
+                if r.random() < 0.3:
+                    b = self.pick(lambda u: u.dtype == mdtype and u.shape == bshape and u.mag() <= 4)
+                else:
+                    raise Retry()
+            except Retry:
+                b = self.new_leaf(mdtype, bshape)
+            lo, hi = -bound - b.mag(), bound + b.mag()
+            if not self.in_limit(mdtype, lo, hi):
+                raise Retry()
+            pair = [m, b] if r.random() < 0.75 else [b, m]
+            y = self.add_binding("add(@@0@@, @@1@@)", pair, mdtype, (M, N), lo, hi, "bias")
+        x = r.random()
+        if x < 0.45:
+            self.add_binding("nn.relu(@@0@@)", [y], mdtype, (M, N), 0.0, max(y.hi, 0.0), "relu")
+        elif x < 0.8:
+            self.add_binding("nn.gelu_tanh(@@0@@)", [y], mdtype, (M, N), -0.3, max(y.hi, 0.0), "gelu")
+        elif x < 0.88:
+            self.add_binding("nn.gelu(@@0@@)", [y], mdtype, (M, N), -0.3, max(y.hi, 0.0), "gelu")
+
     def g_alias(self):
         v = self.pick()
         self.add_binding("@@0@@", [v], v.dtype, v.shape, v.lo, v.hi, "alias")
@@ -1528,6 +1627,7 @@ class Gen:
         ("g_split", 3), ("g_strided_slice", 4), ("g_take", 3), ("g_reduce", 7), ("g_softmax", 3),
         ("g_norm", 3), ("g_matmul", 5), ("g_conv2d", 3), ("g_pool", 3), ("g_tuple", 1.5),
         ("g_alias", 1), ("g_int_roundtrip", 1.5), ("g_call", 1.5), ("g_twin", 2),
+        ("g_linear", 2.5),
     ]
 
     def generate(self, fname="main", nops=None):
@@ -1709,9 +1809,11 @@ def output_taints(prog):
     return taints
 
 
-def check_text(text, prog, work, bins, check_each):
+def check_text(text, prog, work, bins, check_each, stats=None):
     """The failures of one program (empty when it passes). A failure that
-    leaves the later steps meaningful (a round trip) does not stop them."""
+    leaves the later steps meaningful (a round trip) does not stop them.
+    stats (a dict), if given, receives the number of composites each
+    fuse-by-pattern pipeline formed (by tag of PIPES_PAT)."""
     fusec, fusec_run = bins
     failures = []
     os.makedirs(work, exist_ok=True)
@@ -1822,6 +1924,40 @@ def check_text(text, prog, work, bins, check_each):
         if rc != 0:
             kind = "check-each" if rc == 3 else ("reject" if rc == 1 else "crash")
             failures.append(Failure(kind, "check-each", se.strip()[-3000:], cmd))
+    # fuse-by-pattern, then the fused pipeline: runs, agrees with A bitwise
+    # and prints back identically, as B does. A failure of one pipeline
+    # does not stop the others.
+    for tag in pattern_tags(prog.seed, text):
+        pipe = PIPES_PAT[tag]
+        path = os.path.join(work, tag + ".fir")
+        cmd = [fusec, m, "--passes=" + pipe, "--stats", "-o", path]
+        rc, so, se = run(cmd)
+        if rc != 0:
+            failures.append(Failure(compile_kind(rc), "pattern-" + tag, se.strip()[-3000:], cmd))
+            continue
+        made = sum(int(x) for x in re.findall(r"(\d+) num-composites", se))
+        with open(path) as f:
+            fused = f.read()
+        if stats is not None:
+            stats[tag] = made
+            if tag == "H":
+                stats["H-text"] = fused.count('composite = "cublaslt.')
+        rc, so, se = run([fusec, path])
+        if rc != 0:
+            failures.append(Failure("roundtrip-reject" if rc == 1 else "crash", "roundtrip-" + tag,
+                                    se.strip()[-3000:], [fusec, path]))
+        elif so != fused:
+            import difflib
+            diff = "".join(list(difflib.unified_diff(fused.splitlines(True), so.splitlines(True),
+                                                     tag + ".fir", "fusec " + tag + ".fir"))[:40])
+            failures.append(Failure("roundtrip", "roundtrip-" + tag, diff, [fusec, path]))
+        od, failure = execute(tag, path)
+        if failure:
+            failures.append(failure)
+            continue
+        diff = compare_outputs(outs["A"], od)
+        if diff:
+            failures.append(mismatch(tag, diff + "\n%s.fir: fusec F.fir --passes='%s'" % (tag, pipe)))
     return failures
 
 
@@ -1937,10 +2073,11 @@ def check_seed(seed, args, bins):
         prog = generate(seed)
     except Exception:                           # a generator bug: report, go on
         import traceback
-        return seed, [Failure("generator", "generate", traceback.format_exc())], None, None
+        return seed, [Failure("generator", "generate", traceback.format_exc())], None, None, {}
     work = os.path.join(args.tmp, "work", "s%d" % seed)
     check_each = seed % CHECK_EACH_EVERY == 0
-    fails = check_text(prog.render(), prog, work, bins, check_each)
+    stats = {}
+    fails = check_text(prog.render(), prog, work, bins, check_each, stats)
     if fails:
         f = fails[0]
         faildir = os.path.join(args.tmp, "failures")
@@ -1961,10 +2098,10 @@ def check_seed(seed, args, bins):
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
             shutil.rmtree(work + "-shrink", ignore_errors=True)
-        return seed, fails, full, small_path
+        return seed, fails, full, small_path, stats
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
-    return seed, None, None, None
+    return seed, None, None, None, stats
 
 
 def main():
@@ -1982,6 +2119,9 @@ def main():
                     help="check only KNOWN_FAILING_SEEDS and report which pass now")
     ap.add_argument("--update-known", action="store_true",
                     help="print KNOWN_FAILING_SEEDS for the seeds whose failures all match KNOWN_BUGS")
+    ap.add_argument("--min-composites", type=int, default=0,
+                    help="fail unless at least this many programs got a composite from "
+                         "each of the two pattern files")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
 
@@ -2014,8 +2154,14 @@ def main():
     t0 = time.time()
     failures = []
     table = {}
+    composites = {}     # PIPES_PAT tag (and "rand") -> programs with a composite
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for seed, f, full, small in pool.map(lambda s: check_seed(s, args, bins), seeds):
+        for seed, f, full, small, stats in pool.map(lambda s: check_seed(s, args, bins), seeds):
+            for tag, n in stats.items():
+                if n:
+                    composites[tag] = composites.get(tag, 0) + 1
+            if stats.get("F") or stats.get("G"):
+                composites["rand"] = composites.get("rand", 0) + 1
             if not f:
                 if args.only_known:
                     print("seed %d passes now (%s): remove it from KNOWN_FAILING_SEEDS" % (
@@ -2049,8 +2195,17 @@ def main():
         for i in range(0, len(items), 4):
             print("    " + " ".join('%d: "%s",' % kv for kv in items[i:i + 4]))
         print("}")
-    print("%d programs, %d failures (%d known-failing seeds skipped; %.1f s)" % (
-        len(seeds), len(failures), skipped, dt))
+    # Programs where fuse-by-pattern formed at least one composite: with
+    # the patterns of PATTERNS (pipelines F and G), and with cuBLASLt's
+    # (pipeline H; counted in its output, where they keep their graph ops).
+    print("%d programs, %d failures (%d known-failing seeds skipped; %.1f s); "
+          "composites in %d programs (rand patterns), %d (cublaslt)" % (
+              len(seeds), len(failures), skipped, dt, composites.get("rand", 0),
+              composites.get("H-text", 0)))
+    if args.min_composites and min(composites.get("rand", 0), composites.get("H-text", 0)) < args.min_composites:
+        print("error: fewer than %d programs with a composite of each pattern file: "
+              "the patterns or the generator no longer match" % args.min_composites)
+        return 1
     return 1 if failures else 0
 
 

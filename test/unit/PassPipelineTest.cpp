@@ -60,9 +60,9 @@ TEST_CASE("named pipelines follow spec section 7", "[pass][pipeline]") {
   CHECK(getNamedPipeline("O0") == "legalize,schedule,lower");
   CHECK(getNamedPipeline("O1") ==
         "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower");
-  // -O2 starts with fuse-by-pattern once this build ships library patterns
-  // (docs/cli.md); until then it is -O1's pipeline.
-  CHECK(getNamedPipeline("O2") == "legalize,annotate-pattern,"
-                                  "fuse-ops,fuse-tir,schedule,lower");
+  // -O2 gives matmuls to cuBLASLt first, with the shipped patterns.
+  CHECK(getNamedPipeline("O2") ==
+        "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true},"
+        "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower");
   CHECK(getNamedPipeline("O3").empty());
 }

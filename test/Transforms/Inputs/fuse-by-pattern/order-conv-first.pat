@@ -1,0 +1,7 @@
+pattern @compiler_A.conv2d {
+  %c = nn.conv2d(%data, %weight)
+}
+pattern @compiler_A.conv2d_relu {
+  %c = nn.conv2d(%data, %weight)
+  %r = nn.relu(%c)
+}

@@ -28,10 +28,14 @@ std::string Counters::toJSON() const {
   };
   nlohmann::ordered_json root;
   fill(root, launches, bytesRead, bytesWritten, evaluations);
+  if (libraryCalls)
+    root["library_calls"] = libraryCalls;
   root["kernels"] = nlohmann::ordered_json::array();
   for (const KernelCounters &kernel : kernels) {
     nlohmann::ordered_json entry, counts;
     entry["name"] = kernel.name;
+    if (!kernel.library.empty())
+      entry["library"] = kernel.library;
     entry["launches"] = kernel.launches;
     fill(counts, kernel.launches, kernel.bytesRead, kernel.bytesWritten,
          kernel.evaluations);

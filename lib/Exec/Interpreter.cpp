@@ -11,6 +11,7 @@
 #include "KernelExec.h"
 
 #include "fusec/IR/Ops.h"
+#include "fusec/IR/Pattern.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
@@ -31,7 +32,7 @@ struct Interpreter::Impl {
     for (KernelCounters &entry : counters.kernels)
       if (entry.name == name)
         return entry;
-    counters.kernels.push_back({name, 0, 0, 0, {}});
+    counters.kernels.push_back({name, 0, 0, 0, {}, {}});
     return counters.kernels.back();
   }
 
@@ -41,7 +42,7 @@ struct Interpreter::Impl {
       inputs.push_back(arg.tensor);
     checkArguments(kernel, inputs);
     // A kernel of stages is one launch; a lowered kernel counts its own.
-    KernelCounters launch{kernel.name, kernel.isLowered() ? 0 : 1, 0, 0, {}};
+    KernelCounters launch{kernel.name, kernel.isLowered() ? 0 : 1, 0, 0, {}, {}};
     std::vector<std::shared_ptr<TensorData>> outputs = runKernel(kernel, inputs, launch);
     KernelCounters &total = countersFor(kernel.name);
     total.launches += launch.launches;
@@ -120,8 +121,13 @@ struct Interpreter::Impl {
             binding.constant->materialize(binding.getType()));
       return cached;
     }
-    case ExprKind::Call:
-      return callFunction(*module.lookupFunction(binding.callee), args);
+    case ExprKind::Call: {
+      const Function &callee = *module.lookupFunction(binding.callee);
+      const Attr *codegen = callee.attrs.get("codegen");
+      if (codegen && codegen->kind == Attr::String && isLibraryCodegen(codegen->text))
+        return callLibrary(callee, *codegen, args);
+      return callFunction(callee, args);
+    }
     case ExprKind::CallKernel:
       return runKernelCall(*module.lookupKernel(binding.callee), args);
     case ExprKind::CallExtern:
@@ -142,6 +148,54 @@ struct Interpreter::Impl {
       return args.front();
     }
     return RtValue();
+  }
+
+  /// A library call runs the composite's body, counted as one call of the
+  /// library that reads each operand once and writes its result once.
+  RtValue callLibrary(const Function &function, const Attr &codegen,
+                      const std::vector<RtValue> &args) {
+    Counters inner;
+    std::swap(inner, counters);
+    RtValue result;
+    try {
+      result = callFunction(function, args);
+    } catch (...) {
+      std::swap(inner, counters);
+      throw;
+    }
+    std::swap(inner, counters);
+    std::string name = function.name;
+    function.forEachBinding([&](const Binding &binding) {
+      if (binding.kind == ExprKind::Call)
+        if (const Function *composite = module.lookupFunction(binding.callee))
+          if (const Attr *attr = composite->attrs.get("composite"))
+            name = attr->text;
+    });
+    KernelCounters call{name, 1, 0, 0, inner.evaluations, codegen.text};
+    std::function<void(const RtValue &, int64_t &)> bytes = [&](const RtValue &value,
+                                                                 int64_t &total) {
+      if (value.tensor)
+        total += value.tensor->getNumElements() * dtypeBytes(value.tensor->getDType());
+      for (const RtValue &field : value.fields)
+        bytes(field, total);
+    };
+    for (const RtValue &arg : args)
+      bytes(arg, call.bytesRead);
+    bytes(result, call.bytesWritten);
+    KernelCounters &total = countersFor(name);
+    total.library = call.library;
+    total.launches += 1;
+    total.bytesRead += call.bytesRead;
+    total.bytesWritten += call.bytesWritten;
+    counters.launches += 1;
+    counters.libraryCalls += 1;
+    counters.bytesRead += call.bytesRead;
+    counters.bytesWritten += call.bytesWritten;
+    for (const auto &[op, count] : call.evaluations) {
+      total.evaluations[op] += count;
+      counters.evaluations[op] += count;
+    }
+    return result;
   }
 
   RtValue callFunction(const Function &function, const std::vector<RtValue> &args) {

@@ -25,10 +25,15 @@ struct KernelCounters {
   std::string name;
   int64_t launches = 0, bytesRead = 0, bytesWritten = 0;
   std::map<std::string, int64_t> evaluations;
+  /// For a library call (a composite with `codegen = "cublaslt"`): the
+  /// library. Its launches are calls, its bytes each operand read once and
+  /// the result written once, its evaluations those of the composite's body.
+  std::string library;
 };
 
 struct Counters {
   int64_t launches = 0, bytesRead = 0, bytesWritten = 0;
+  int64_t libraryCalls = 0; // included in `launches`
   std::map<std::string, int64_t> evaluations;
   std::vector<KernelCounters> kernels; // one entry per kernel name
   /// The spec §7 JSON form.

@@ -6,12 +6,14 @@
 // launchers embed (fusec_rt::Engine), on a stream of its own:
 //   1. load the driver, take the first GPU's primary context;
 //   2. generate and compile CUDA C for its compute capability;
-//   3. plan the entry function, load the cubin, upload the inputs;
+//   3. plan the entry function (a library step loads cuBLASLt, see
+//      CublasLtLoader.cpp), load the cubin, upload the inputs;
 //   4. run once, copy the outputs back;
 //   5. with --bench: warm up, then time each run with events, cycling through
 //      several copies of the inputs so that no run finds them in L2.
 //
 //===----------------------------------------------------------------------===//
+#include "CublasLtLoader.h"
 #include "fusec/Target/CUDA.h"
 
 #include <dlfcn.h>
@@ -136,7 +138,17 @@ bool cuda::runOnDevice(const Module &module, const Function &entry,
   if (!compileModule(module, "module", compile, compiled, error, codegenBug))
     return false;
   ModelTables tables(plan);
-  fusec_rt::Engine engine(tables.getDesc(), driver.engine);
+  const fusec_rt::Library *library = nullptr;
+  bool usesLibrary = llvm::any_of(plan.steps, [](const LaunchPlan::Step &step) {
+    return step.kind == fusec_rt::StepDesc::Library;
+  });
+  if (usesLibrary) {
+    std::string tried;
+    std::string cudaPath = findCudaPath(options.cudaPath, tried);
+    if (!(library = loadCublasLt(driver.engine, cudaPath, error)))
+      return false;
+  }
+  fusec_rt::Engine engine(tables.getDesc(), driver.engine, library);
   if (engine.load(compiled.cubin.data()) != fusec_rt::Ok)
     return error = engine.lastError(), false;
 

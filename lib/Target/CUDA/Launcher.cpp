@@ -379,7 +379,7 @@ const std::string &Model::lastError() const { return error.empty() ? engine.last
 
 )CPP";
   size_t at = src.find(" LIBRARY)");
-  src.replace(at, 9, usesLibrary ? ", &fusec_rt::CublasLtLibrary::table())" : ")");
+  src.replace(at, 9, usesLibrary ? ", &fusec_rt::cublasLtTable())" : ")");
   src += "} // namespace " + space + "\n";
   return files;
 }

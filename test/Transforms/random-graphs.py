@@ -1942,6 +1942,13 @@ def check_text(text, prog, work, bins, check_each, stats=None):
             stats[tag] = made
             if tag == "H":
                 stats["H-text"] = fused.count('composite = "cublaslt.')
+        if not made:
+            # No match: fuse-by-pattern changed nothing, so the result is B.
+            with open(b) as f:
+                if f.read() != fused:
+                    failures.append(Failure("no-match-differs", "pattern-" + tag,
+                                            "no composite formed, yet %s.fir differs from B.fir" % tag, cmd))
+            continue
         rc, so, se = run([fusec, path])
         if rc != 0:
             failures.append(Failure("roundtrip-reject" if rc == 1 else "crash", "roundtrip-" + tag,

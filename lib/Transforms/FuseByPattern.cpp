@@ -105,15 +105,14 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
   // Groups as sets of bindings; groupOf maps a binding to its group.
   std::vector<std::vector<const Binding *>> groups;
   llvm::DenseMap<const Binding *, int> groupOf;
-  auto decide = [&](const Binding &root, llvm::StringRef action, const std::string &reason) {
+  auto decide = [&](const std::string &root, llvm::StringRef action, const std::string &reason) {
     if (context.remarks)
-      *context.remarks << "remark: fuse-by-pattern: @" << function.name << ": %"
-                       << root.getResult()->name << " " << action << " " << pattern.name
-                       << (reason.empty() ? "" : ": " + reason) << "\n";
+      *context.remarks << "remark: fuse-by-pattern: @" << function.name << ": " << root << " "
+                       << (action == "extra_output" ? "keeps an extra output in" : action) << " "
+                       << pattern.name << (reason.empty() ? "" : ": " + reason) << "\n";
     if (context.report)
       context.report->decisions.push_back({"fuse-by-pattern", function.name, action.str(), reason,
-                                           {{"pattern", pattern.name},
-                                            {"root", "%" + root.getResult()->name}}});
+                                           {{"pattern", pattern.name}, {"root", root}}});
   };
   auto names = [](const std::vector<const Binding *> &bindings) {
     std::vector<std::string> list;
@@ -155,7 +154,7 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
     }
     if (!failure.empty()) {
       ++NumRejected;
-      decide(*binding, "rejected", failure);
+      decide("%" + binding->getResult()->name, "rejected", failure);
       continue;
     }
     int id = int(groups.size());
@@ -167,7 +166,8 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
     for (const auto &b : block.bindings) // block order
       if (groupOf.lookup(b.get()) == id && groupOf.count(b.get()))
         groups[id].push_back(b.get());
-    decide(*binding, "matched", "{" + llvm::join(names(groups[id]), ", ") + "}");
+    decide("%" + binding->getResult()->name, "matched",
+           "{" + llvm::join(names(groups[id]), ", ") + "}");
   }
 
   GroupOutliner outliner(module, function, block, functionTable);
@@ -180,6 +180,7 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
     for (const Binding *member : group)
       members.push_back(const_cast<Binding *>(member));
     std::vector<std::string> memberNames = names(group);
+    const Value *rootValue = group.back()->getResult(); // outlining moves it to the call
     GroupOutliner::Result outlined =
         outliner.outline(members, attrs, getBoolOption("bind-constants"));
     if (outlined.function.empty()) {
@@ -192,6 +193,13 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
     }
     ++NumComposites;
     composites.insert(outlined.function);
+    // TVM keeps a match whose intermediate is used outside; say so.
+    for (const Value *output : outlined.outputs)
+      if (output != rootValue)
+        decide(memberNames.back(), "extra_output",
+               "%" + output->name + " is also used outside the match, so @" +
+                   outlined.function + " returns it too (single_use(%" + output->name +
+                   ") would reject the match)");
     if (context.report)
       context.report->groups.push_back(
           {outlined.function, "composite", "", pattern.name, memberNames});

@@ -49,6 +49,14 @@ cl::opt<std::string> passPipeline("passes", cl::desc("Explicit pass pipeline, e.
 cl::alias passPipelineAlias("pass-pipeline", cl::desc("Alias for --passes"), cl::aliasopt(passPipeline));
 cl::opt<std::string> arch("arch", cl::desc("CUDA target architecture"), cl::init("sm_90"),
                           cl::cat(fusecCategory));
+cl::opt<std::string> costModel("cost-model",
+                              cl::desc("-O2's scheduling cost model: roofline, or none for TVM's "
+                                       "schedules"),
+                              cl::init("roofline"), cl::cat(fusecCategory));
+cl::opt<std::string> targetDesc("target",
+                                cl::desc("-O2's cost-model GPU: sm_80, sm_86, sm_89, sm_90, h200 "
+                                         "or a JSON file (default: the --arch's)"),
+                                cl::value_desc("target"), cl::cat(fusecCategory));
 cl::opt<bool> printBeforeAll("print-before-all", cl::desc("Print the IR before every pass"), cl::cat(fusecCategory));
 cl::opt<bool> printAfterAll("print-after-all", cl::desc("Print the IR after every pass"), cl::cat(fusecCategory));
 cl::list<std::string> printBefore("print-before", cl::desc("Print the IR before pass P"), cl::value_desc("P"),
@@ -133,6 +141,16 @@ static bool decidePipeline(const std::string &emit, std::string &text,
     usageError("only one of -O0, -O1 and -O2 may be given");
     return false;
   }
+  if (costModel != "roofline" && costModel != "none") {
+    usageError("--cost-model must be roofline or none, not '" + costModel + "'");
+    return false;
+  }
+  if ((costModel.getNumOccurrences() || targetDesc.getNumOccurrences()) &&
+      (optO0 || optO1 || passPipeline.getNumOccurrences())) {
+    usageError("--cost-model and --target apply to -O2 (with --passes, set "
+               "schedule{cost-model=...,target=...})");
+    return false;
+  }
   if (passPipeline.getNumOccurrences()) {
     if (levels) {
       usageError("--passes cannot be combined with -O0/-O1/-O2");
@@ -146,7 +164,9 @@ static bool decidePipeline(const std::string &emit, std::string &text,
   if (level.empty() && emit != "fir")
     level = "O2";
   if (!level.empty()) {
-    text = getNamedPipeline(level);
+    text = getNamedPipeline(level, costModel,
+                            targetDesc.getNumOccurrences() ? std::string(targetDesc)
+                                                           : std::string(arch));
     description = "-" + level;
   }
   return true;
@@ -343,6 +363,12 @@ static std::string writeFusionReport(const std::string &path, const FusionReport
       entry[key] = value;
     entry["action"] = decision.action;
     entry["reason"] = decision.reason;
+    if (!decision.costs.empty()) {
+      nlohmann::ordered_json cost = nlohmann::ordered_json::object();
+      for (const auto &[key, value] : decision.costs)
+        cost[key] = value;
+      entry["cost"] = cost;
+    }
     root["decisions"].push_back(entry);
   }
   std::error_code ec;

@@ -103,7 +103,8 @@ const PassInfo *fusec::lookupPassInfo(llvm::StringRef name) {
   return nullptr;
 }
 
-std::string fusec::getNamedPipeline(llvm::StringRef name) {
+std::string fusec::getNamedPipeline(llvm::StringRef name, llvm::StringRef costModel,
+                                    llvm::StringRef target) {
   // Spec §7. The order of -O1/-O2 is TVM's: patterns claim library
   // subgraphs first, then what remains is legalized, classified and fused.
   if (name == "O0")
@@ -111,9 +112,15 @@ std::string fusec::getNamedPipeline(llvm::StringRef name) {
   if (name == "O1")
     return "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower";
   // -O2 first gives matmuls to cuBLASLt (every supported arch has it) with
-  // the shipped patterns/cublaslt.pat, then fuses the rest as -O1 does.
-  if (name == "O2")
+  // the shipped patterns/cublaslt.pat, fuses the rest as -O1 does, and
+  // schedules with the cost model of the target.
+  if (name == "O2") {
+    std::string schedule = costModel == "none"
+                               ? std::string("schedule")
+                               : "schedule{cost-model=" + costModel.str() +
+                                     ",target=" + target.str() + "}";
     return "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true},"
-           "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower";
+           "legalize,annotate-pattern,fuse-ops,fuse-tir," + schedule + ",lower";
+  }
   return "";
 }

@@ -8,7 +8,9 @@
 // already has an op_pattern keeps it.
 //
 // Algorithm: try the rules in order; the first that applies decides
-//   1. elementwise (ScheduleElementwise.cpp): no reductions;
+//   1. elementwise (ScheduleElementwise.cpp): no reductions; with
+//      cost-model=roofline, broadcast producers placed by estimated time
+//      (ScheduleBroadcast.cpp, lib/Analysis/CostModel.cpp);
 //   2. matmul (ScheduleMatmul.cpp): a contraction (matmul, batched matmul,
 //      convolution) with its prologues and elementwise epilogue, tiled;
 //   3. reduction (ScheduleReduction.cpp): row reductions with their
@@ -33,15 +35,37 @@ FUSEC_STATISTIC(NumFallback, "num-fallback", "Kernels scheduled by the fallback 
 namespace {
 class Schedule : public Pass {
 public:
-  Schedule() : Pass("schedule") {}
+  Schedule() : Pass("schedule") {
+    declareOption("cost-model", OptionKind::String, "none",
+                  "none: TVM's choices (inline every producer); roofline: place broadcast "
+                  "producers by estimated time");
+    declareOption("target", OptionKind::String, "sm_90",
+                  "The cost model's GPU: sm_80, sm_86, sm_89, sm_90, h200 or a JSON file");
+  }
 
   bool run(Module &module, PassContext &context) override {
+    std::string costModel = getStringOption("cost-model");
+    TargetDesc target;
+    ScheduleCostContext cost;
+    cost.pass = &context;
+    if (costModel == "roofline") {
+      std::string error;
+      if (!loadTargetDesc(getStringOption("target"), target, error)) {
+        context.diag.error({}, "schedule: " + error);
+        return false;
+      }
+      cost.target = &target;
+    } else if (costModel != "none") {
+      context.diag.error({}, "schedule: unknown cost-model '" + costModel +
+                                 "' (none or roofline)");
+      return false;
+    }
     for (auto &kernel : module.kernels) {
       if (kernel->isLowered() || !kernel->schedule.empty())
         continue;
       KSchedule schedule;
       std::string elementwise, matmul, reduction, why;
-      if (scheduleElementwise(*kernel, schedule, elementwise)) {
+      if (scheduleElementwise(*kernel, schedule, elementwise, cost)) {
         ++NumElementwise;
         why = elementwise;
       } else if (scheduleMatmul(*kernel, schedule, matmul)) {

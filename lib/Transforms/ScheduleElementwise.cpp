@@ -5,6 +5,8 @@
 // seed 003's exp chain is evaluated per output element); every output is a
 // root with a flat mapping of 256 threads and the widest vector (16 bytes)
 // that divides its last dim, so contiguous operands move as one access.
+// With a cost model, broadcast producers are placed by it instead
+// (ScheduleBroadcast.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "ScheduleRules.h"
@@ -50,7 +52,8 @@ bool fusec::readsAtOwnIndex(const KExpr &body, llvm::StringRef producer,
   return true;
 }
 
-bool fusec::scheduleElementwise(const Kernel &kernel, KSchedule &schedule, std::string &why) {
+bool fusec::scheduleElementwise(const Kernel &kernel, KSchedule &schedule, std::string &why,
+                                const ScheduleCostContext &cost) {
   for (const KStage &stage : kernel.stages)
     if (stage.isReduction()) {
       why = "'%" + stage.buffer + "' is a reduction";
@@ -70,5 +73,7 @@ bool fusec::scheduleElementwise(const Kernel &kernel, KSchedule &schedule, std::
     }
     schedule.stages.push_back(std::move(entry));
   }
+  if (cost.target)
+    placeBroadcastProducers(kernel, schedule, cost);
   return true;
 }

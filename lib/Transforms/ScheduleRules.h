@@ -9,7 +9,9 @@
 #ifndef FUSEC_LIB_TRANSFORMS_SCHEDULERULES_H
 #define FUSEC_LIB_TRANSFORMS_SCHEDULERULES_H
 
+#include "fusec/Analysis/Analysis.h"
 #include "fusec/IR/Kernel.h"
+#include "fusec/Pass/Pass.h"
 
 #include <set>
 
@@ -46,10 +48,24 @@ struct Contraction {
 /// Recognizes a contraction (ScheduleMatmul.cpp); needs M and N non-empty.
 bool analyzeContraction(const KStage &stage, Contraction &contraction);
 
+/// What the cost-aware choices need: the target (null: TVM's choices, every
+/// spatial internal stage inlined) and where to explain them.
+struct ScheduleCostContext {
+  const TargetDesc *target = nullptr;
+  PassContext *pass = nullptr;
+};
+
 /// Each rule says in `why` why it applied or declined (--remarks).
 /// No reductions: inline every internal stage, map outputs flat with
-/// vector accesses.
-bool scheduleElementwise(const Kernel &kernel, KSchedule &schedule, std::string &why);
+/// vector accesses. With a target, a producer that the output reads through
+/// a broadcast is placed by the cost model instead (ScheduleBroadcast.cpp).
+bool scheduleElementwise(const Kernel &kernel, KSchedule &schedule, std::string &why,
+                         const ScheduleCostContext &cost);
+/// The cost model's placement of broadcast producers in an elementwise
+/// kernel's schedule (compute_at the output's blocks, or materialize);
+/// leaves `schedule` as it is where inlining is cheapest.
+void placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
+                             const ScheduleCostContext &cost);
 /// Reductions that share their rows with the one output (row sums,
 /// softmax, layer_norm, mean): one block per row, reductions computed at
 /// block level, spatial stages inlined.

@@ -132,7 +132,7 @@ PIPES_PAT = {
     "G": "fuse-by-pattern{patterns=%s,annotate-codegen=true,bind-constants=false},%s" % (PATTERNS, FUSED),
     "H": "fuse-by-pattern{patterns=@cublaslt,annotate-codegen=true},%s" % FUSED,
 }
-PATTERN_EVERY = 1
+PATTERN_EVERY = 2
 
 
 def variant_pipeline(seed):
@@ -2112,6 +2112,7 @@ def check_seed(seed, args, bins):
 
 
 def main():
+    global PATTERN_EVERY
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fusec-bin", required=False, help="directory holding fusec and fusec-run")
     ap.add_argument("--tmp", help="scratch directory (wiped)")
@@ -2126,6 +2127,9 @@ def main():
                     help="check only KNOWN_FAILING_SEEDS and report which pass now")
     ap.add_argument("--update-known", action="store_true",
                     help="print KNOWN_FAILING_SEEDS for the seeds whose failures all match KNOWN_BUGS")
+    ap.add_argument("--pattern-every", type=int, default=PATTERN_EVERY,
+                    help="run the two `rand` fuse-by-pattern pipelines on every N-th seed "
+                         "each (default %d; 1: both on every seed)" % PATTERN_EVERY)
     ap.add_argument("--min-composites", type=int, default=0,
                     help="fail unless at least this many programs got a composite from "
                          "each of the two pattern files")
@@ -2140,6 +2144,7 @@ def main():
         return 0
     if not args.fusec_bin or not args.tmp:
         ap.error("--fusec-bin and --tmp are required")
+    PATTERN_EVERY = max(1, args.pattern_every)
     bins = (os.path.join(args.fusec_bin, "fusec"), os.path.join(args.fusec_bin, "fusec-run"))
     for b in bins:
         if not os.access(b, os.X_OK):

@@ -60,9 +60,15 @@ TEST_CASE("named pipelines follow spec section 7", "[pass][pipeline]") {
   CHECK(getNamedPipeline("O0") == "legalize,schedule,lower");
   CHECK(getNamedPipeline("O1") ==
         "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower");
-  // -O2 gives matmuls to cuBLASLt first, with the shipped patterns.
+  // -O2 gives matmuls to cuBLASLt first, with the shipped patterns, and
+  // schedules with the cost model; --cost-model=none gives TVM's schedules.
   CHECK(getNamedPipeline("O2") ==
         "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true},"
+        "legalize,annotate-pattern,fuse-ops,fuse-tir,"
+        "schedule{cost-model=roofline,target=sm_90},lower");
+  CHECK(getNamedPipeline("O2", "none") ==
+        "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true},"
         "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower");
+  CHECK(getNamedPipeline("O2", "roofline", "h200").find("target=h200") != std::string::npos);
   CHECK(getNamedPipeline("O3").empty());
 }

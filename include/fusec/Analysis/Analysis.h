@@ -13,6 +13,7 @@
 #include "fusec/IR/Kernel.h"
 #include "fusec/IR/Pattern.h"
 
+#include <map>
 #include <optional>
 
 namespace fusec {
@@ -127,6 +128,55 @@ std::optional<PatternMatch> matchPattern(const DataflowPattern &pattern, const B
 /// (`single_use(%m): %m is also used by %z`).
 std::string checkPatternConstraints(const DataflowPattern &pattern, const PatternMatch &match,
                                     const UseMap &uses);
+
+//===----------------------------------------------------------------------===//
+// Target descriptions and the cost model (lib/Analysis/CostModel.cpp)
+//===----------------------------------------------------------------------===//
+
+/// What the cost model knows of a GPU (targets/*.json, cited there).
+struct TargetDesc {
+  std::string name, arch;
+  int64_t smCount = 0;
+  double clockGHz = 0, memoryBandwidthGBps = 0;
+  double fp32FmaPerClockPerSM = 0, specialFunctionPerClockPerSM = 0;
+  int64_t sharedMemoryPerBlock = 0;
+  double launchOverheadUs = 0;
+  /// Seconds-free throughputs derived from the above.
+  double flopsPerUs() const { return double(smCount) * fp32FmaPerClockPerSM * clockGHz * 1e3; }
+  double bytesPerUs() const { return memoryBandwidthGBps * 1e3; }
+};
+
+/// Parses a target description; on failure returns false and sets `error`
+/// (a missing or mistyped field is named).
+bool parseTargetDesc(llvm::StringRef json, TargetDesc &target, std::string &error);
+/// The description of `spec`: a shipped target (`sm_80`, `sm_86`, `sm_89`,
+/// `sm_90`, `h200`) or a JSON file path.
+bool loadTargetDesc(llvm::StringRef spec, TargetDesc &target, std::string &error);
+
+/// Scalar work of one evaluation of an expression, in FP32-FMA issue slots
+/// of the target: arithmetic, comparisons and selects cost 1, special
+/// functions (exp, log, tanh, erf, sqrt, ...) the FMA-to-SFU throughput
+/// ratio, division and power a few of those. Loads of `inlined` stages
+/// count their bodies too (what inlining substitutes).
+double expressionWork(const KExpr &expr, const TargetDesc &target,
+                      const std::map<std::string, const KStage *> &inlined);
+
+/// Where to compute a spatial producer stage read by a root through a
+/// broadcast (the seed 003 shape: a [rows, 1] chain added to [rows, cols]).
+struct PlacementCost {
+  int64_t producerElements = 0, rootElements = 0;
+  int64_t recompute = 1;        // root elements per producer element
+  double workPerElement = 0;    // FMA slots per producer element
+  double inlineUs = 0;          // recomputed at every root element
+  double computeAtUs = 0;       // once per block of the root's rows mapping
+  double materializeUs = 0;     // its own launch and a round trip through memory
+  double rootUs = 0;            // the root's own memory traffic, common to all
+  std::string choice;           // "inline", "compute_at" or "materialize"
+};
+PlacementCost estimatePlacement(const KStage &producer, int64_t producerElements,
+                                int64_t producerBytes, int64_t rootElements,
+                                int64_t rootBytes, int64_t blocks, const TargetDesc &target,
+                                const std::map<std::string, const KStage *> &inlined);
 
 } // namespace fusec
 

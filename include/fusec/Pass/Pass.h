@@ -37,6 +37,8 @@ struct FusionReport {
   struct Decision {
     std::string pass, function, action, reason;
     std::vector<std::pair<std::string, std::string>> fields;
+    /// Estimated times of the alternatives (`inline_us`, ...), in order.
+    std::vector<std::pair<std::string, double>> costs;
   };
   std::vector<Group> groups;
   std::vector<std::string> unfused, dead;
@@ -156,7 +158,10 @@ struct PipelineError {
 std::unique_ptr<PassManager> parsePassPipeline(llvm::StringRef text,
                                                PipelineError &error);
 /// The text of a named pipeline (`O0`, `O1`, `O2`), or "" if unknown.
-std::string getNamedPipeline(llvm::StringRef name);
+/// `costModel` and `target` are -O2's `schedule` options (`none` gives
+/// TVM's schedules).
+std::string getNamedPipeline(llvm::StringRef name, llvm::StringRef costModel = "roofline",
+                             llvm::StringRef target = "sm_90");
 
 } // namespace fusec
 

@@ -21,6 +21,29 @@ pattern @rand.square_plus_one {
 // outputs) come from the patterns whose wildcards all feed the first
 // binding.
 
+// make_positive's other tails: a literal first (add is commutative), and
+// float attributes.
+pattern @rand.sigmoid_shift {
+  %s = sigmoid(%v)
+  %r = add(%s, 0.5)
+}
+
+pattern @rand.clip_exp {
+  %c = clip(%v) {min = -2.0, max = 2.0}
+  %e = exp(%c)
+}
+
+// g_int_roundtrip: float -> int -> int op with a literal -> float (a
+// wildcard matches values, not literal operands: the literals are written
+// out; an int literal equals a float of the same value).
+pattern @rand.int_roundtrip {
+  %m = multiply(%v, 8)
+  %i = astype(%m)
+  %j = add | subtract | multiply | divide | maximum(%i, 2.0)
+  %f = astype(%j)
+  where dtype(%i) in [i32, i64]
+}
+
 // The cuBLASLt shape, on any rank and dtype, with a relu or tanh epilogue.
 pattern @rand.matmul_add_act {
   %m = matmul(%a, %w)
@@ -129,4 +152,47 @@ pattern @rand.const_permute {
   %p = permute_dims(%w)
   %r = reshape(%p)
   where is_constant(%w)
+}
+
+// A field of any tuple (a tuple binding, a call's result, a split outside
+// the match), then a unary op.
+pattern @rand.get_unary {
+  %g = get(%t, 0)
+  %y = exp | negative | nn.relu | tanh | abs | sigmoid | sin | cos | floor(%g)
+}
+
+// Attribute defaults: strides not written are [1, 1], ceil_mode false.
+pattern @rand.conv {
+  %c = nn.conv2d(%x, %w) {strides = [1, 1], groups = 1}
+}
+
+pattern @rand.pool {
+  %p = nn.max_pool2d | nn.avg_pool2d(%x) {ceil_mode = false, padding = [0, 0, 0, 0]}
+}
+
+// A reduction over axis 0 (an int axis is a one-element list), and one
+// with keepdims.
+pattern @rand.reduce_axis0 {
+  %s = max | min | prod(%x) {axis = [0]}
+}
+
+pattern @rand.reduce_keepdims {
+  %s = mean | max | min(%x) {keepdims = true}
+}
+
+// A norm, then a multiply by a constant.
+pattern @rand.norm_scale {
+  %n = nn.layer_norm(%x, %g, %b)
+  %y = multiply(%n, %k)
+  where is_constant(%k)
+}
+
+pattern @rand.rms_norm {
+  %n = nn.rms_norm(%x, %g)
+}
+
+// take with constant indices.
+pattern @rand.take_const {
+  %t = take(%x, %i)
+  where is_constant(%i)
 }

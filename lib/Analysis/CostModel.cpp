@@ -1,0 +1,172 @@
+//===- CostModel.cpp - Target descriptions and placement costs ------------===//
+//
+// A roofline estimate of where to compute a producer stage (issue 8; the
+// broadcast recomputation of seed 003, tvm-fusion-rules.md §12):
+//   1. the work of one producer element: its expression, with the stages
+//      it inlines, in FP32-FMA issue slots (a special function costs the
+//      target's FMA/SFU throughput ratio);
+//   2. inline: that work at every root element (producer elements x the
+//      broadcast factor);
+//   3. compute_at (block): that work once per producer element per block
+//      that needs it, plus the wait of the block's other threads at the
+//      barrier (the chain's latency, overlapped across resident blocks);
+//   4. materialize: that work once, one more launch, the producer written
+//      and read back through global memory;
+// each a max of compute time and memory time (the root's own traffic is
+// common to all three and reported separately), from targets/*.json.
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/Analysis/Analysis.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <nlohmann/json.hpp>
+
+using namespace fusec;
+
+namespace fusec {
+const char *getTargetSm80();
+const char *getTargetSm86();
+const char *getTargetSm89();
+const char *getTargetSm90();
+const char *getTargetH200();
+} // namespace fusec
+
+bool fusec::parseTargetDesc(llvm::StringRef json, TargetDesc &target, std::string &error) {
+  nlohmann::json root = nlohmann::json::parse(json.begin(), json.end(), nullptr, false);
+  if (root.is_discarded() || !root.is_object()) {
+    error = "not a JSON object";
+    return false;
+  }
+  auto number = [&](const char *key, double &out) {
+    auto it = root.find(key);
+    if (it == root.end() || !it->is_number() || it->get<double>() <= 0) {
+      if (error.empty())
+        error = std::string("'") + key + "' must be a positive number";
+      return false;
+    }
+    out = it->get<double>();
+    return true;
+  };
+  auto text = [&](const char *key, std::string &out) {
+    auto it = root.find(key);
+    if (it == root.end() || !it->is_string()) {
+      if (error.empty())
+        error = std::string("'") + key + "' must be a string";
+      return false;
+    }
+    out = it->get<std::string>();
+    return true;
+  };
+  double sms = 0, shared = 0;
+  bool ok = text("name", target.name) & text("arch", target.arch) & number("sm_count", sms) &
+            number("clock_ghz", target.clockGHz) &
+            number("memory_bandwidth_gbps", target.memoryBandwidthGBps) &
+            number("fp32_fma_per_clock_per_sm", target.fp32FmaPerClockPerSM) &
+            number("special_function_per_clock_per_sm", target.specialFunctionPerClockPerSM) &
+            number("shared_memory_per_block_bytes", shared) &
+            number("launch_overhead_us", target.launchOverheadUs);
+  target.smCount = int64_t(sms);
+  target.sharedMemoryPerBlock = int64_t(shared);
+  return ok;
+}
+
+bool fusec::loadTargetDesc(llvm::StringRef spec, TargetDesc &target, std::string &error) {
+  static const std::pair<const char *, const char *(*)()> shipped[] = {
+      {"sm_80", getTargetSm80}, {"sm_86", getTargetSm86}, {"sm_89", getTargetSm89},
+      {"sm_90", getTargetSm90}, {"h200", getTargetH200}};
+  for (const auto &[name, text] : shipped)
+    if (spec == name) {
+      bool ok = parseTargetDesc(text(), target, error);
+      if (!ok)
+        error = "shipped target '" + spec.str() + "': " + error;
+      return ok;
+    }
+  auto file = llvm::MemoryBuffer::getFile(spec);
+  if (!file) {
+    error = "target '" + spec.str() + "' is neither a shipped target (sm_80, sm_86, sm_89, "
+            "sm_90, h200) nor a readable file: " + file.getError().message();
+    return false;
+  }
+  if (!parseTargetDesc((*file)->getBuffer(), target, error)) {
+    error = "target file '" + spec.str() + "': " + error;
+    return false;
+  }
+  return true;
+}
+
+double fusec::expressionWork(const KExpr &expr, const TargetDesc &target,
+                             const std::map<std::string, const KStage *> &inlined) {
+  double special = target.fp32FmaPerClockPerSM / target.specialFunctionPerClockPerSM;
+  double work = 0;
+  switch (expr.kind) {
+  case KExpr::Call: {
+    static const char *const specials[] = {"exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh",
+                                           "sigmoid", "erf", "gelu", "gelu_tanh", "silu"};
+    if (expr.name == "divide" || expr.name == "power")
+      work = 2 * special; // a reciprocal (or log and exp) and a multiply
+    else if (llvm::is_contained(specials, expr.name))
+      work = special;
+    else
+      work = 1;
+    break;
+  }
+  case KExpr::Select:
+  case KExpr::Lt: case KExpr::Le: case KExpr::Gt: case KExpr::Ge: case KExpr::Eq:
+  case KExpr::Ne:
+    work = 1;
+    break;
+  case KExpr::Load: {
+    auto found = inlined.find(expr.name);
+    if (found != inlined.end())
+      work = expressionWork(*found->second->body, target, inlined);
+    break;
+  }
+  default: // index arithmetic, casts and literals: free next to the rest
+    break;
+  }
+  for (const KExprPtr &arg : expr.args)
+    if (arg && expr.kind != KExpr::Load)
+      work += expressionWork(*arg, target, inlined);
+  return work;
+}
+
+PlacementCost fusec::estimatePlacement(const KStage &producer, int64_t producerElements,
+                                       int64_t producerBytes, int64_t rootElements,
+                                       int64_t rootBytes, int64_t blocks,
+                                       const TargetDesc &target,
+                                       const std::map<std::string, const KStage *> &inlined) {
+  PlacementCost cost;
+  cost.producerElements = producerElements;
+  cost.rootElements = rootElements;
+  cost.recompute = std::max<int64_t>(1, rootElements / std::max<int64_t>(1, producerElements));
+  cost.workPerElement = expressionWork(*producer.body, target, inlined);
+  double memoryUs = double(rootBytes) / target.bytesPerUs();
+  cost.rootUs = memoryUs;
+  auto roofline = [&](double work, double extraBytes) {
+    return std::max(work / target.flopsPerUs(), memoryUs + extraBytes / target.bytesPerUs()) -
+           memoryUs;
+  };
+  cost.inlineUs = roofline(cost.workPerElement * double(rootElements), 0);
+  // Each block evaluates the producer elements of its rows while its other
+  // threads wait at a barrier: a dependent chain of about 4 cycles per FMA
+  // slot (those elements spread over the block's threads), hidden only by
+  // the other resident blocks (about 8 per SM).
+  int64_t perBlock = std::max<int64_t>(1, producerElements / std::max<int64_t>(1, blocks));
+  double chainCycles = cost.workPerElement * 4.0 * double((perBlock + 127) / 128) + 100.0;
+  double waitUs = double(blocks) * chainCycles / (double(target.smCount) * 8.0) /
+                  (target.clockGHz * 1e3);
+  cost.computeAtUs = roofline(cost.workPerElement * double(perBlock * blocks), 0) + waitUs;
+  cost.materializeUs = roofline(cost.workPerElement * double(producerElements),
+                                2.0 * double(producerBytes)) +
+                       target.launchOverheadUs;
+  cost.choice = "inline";
+  double best = cost.inlineUs;
+  if (cost.computeAtUs < best) {
+    best = cost.computeAtUs;
+    cost.choice = "compute_at";
+  }
+  if (cost.materializeUs < best)
+    cost.choice = "materialize";
+  return cost;
+}

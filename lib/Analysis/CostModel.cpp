@@ -14,6 +14,8 @@
 //      and read back through global memory;
 // each a max of compute time and memory time (the root's own traffic is
 // common to all three and reported separately), from targets/*.json.
+// A prologue of a matmul operand (estimatePrologue) is recomputed at every
+// re-read of the operand's tiles, against its own launch and round trip.
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/Analysis/Analysis.h"
@@ -168,5 +170,16 @@ PlacementCost fusec::estimatePlacement(const KStage &producer, int64_t producerE
   }
   if (cost.materializeUs < best)
     cost.choice = "materialize";
+  return cost;
+}
+
+PrologueCost fusec::estimatePrologue(double workPerElement, int64_t elements, int64_t bytes,
+                                     int64_t otherExtent, const TargetDesc &target) {
+  PrologueCost cost;
+  int64_t tile = otherExtent >= 128 ? 128 : 64;
+  cost.rereads = std::max<int64_t>(1, (otherExtent + tile - 1) / tile);
+  double work = workPerElement * double(elements) / target.flopsPerUs();
+  cost.fusedUs = work * double(cost.rereads);
+  cost.separateUs = target.launchOverheadUs + 2.0 * double(bytes) / target.bytesPerUs() + work;
   return cost;
 }

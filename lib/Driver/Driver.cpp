@@ -342,6 +342,10 @@ static std::string writeFusionReport(const std::string &path, const FusionReport
     if (!group.composite.empty())
       entry["composite"] = group.composite;
     entry["members"] = group.members;
+    if (!group.prologue.empty())
+      entry["prologue"] = group.prologue;
+    if (!group.epilogue.empty())
+      entry["epilogue"] = group.epilogue;
     root["groups"].push_back(entry);
   }
   // A composite's call is opaque to fuse-ops, which lists it as unfused;

@@ -112,15 +112,18 @@ std::string fusec::getNamedPipeline(llvm::StringRef name, llvm::StringRef costMo
   if (name == "O1")
     return "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower";
   // -O2 first gives matmuls to cuBLASLt (every supported arch has it) with
-  // the shipped patterns/cublaslt.pat, fuses the rest as -O1 does, and
-  // schedules with the cost model of the target.
+  // the shipped patterns/cublaslt.pat, fuses the rest as -O1 does plus
+  // cost-aware prologues, and schedules with the cost model of the target;
+  // without a cost model it is TVM's decisions end to end.
   if (name == "O2") {
-    std::string schedule = costModel == "none"
-                               ? std::string("schedule")
-                               : "schedule{cost-model=" + costModel.str() +
-                                     ",target=" + target.str() + "}";
-    return "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true},"
-           "legalize,annotate-pattern,fuse-ops,fuse-tir," + schedule + ",lower";
+    if (costModel == "none")
+      return "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true},"
+             "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower";
+    std::string options = "cost-model=" + costModel.str() + ",target=" + target.str();
+    return "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true,"
+           "prologue-aware=true,target=" + target.str() + "},"
+           "legalize,annotate-pattern,fuse-ops{prologue=true,target=" + target.str() + "},"
+           "fuse-tir,schedule{" + options + "},lower";
   }
   return "";
 }

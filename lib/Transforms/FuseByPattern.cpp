@@ -22,16 +22,21 @@
 //      extra output, constants are copied in when `bind-constants`. Groups
 //      that depend on each other in a cycle are an error, as in TVM.
 // Remarks and the fusion report give each match and each rejected
-// candidate with its reason.
+// candidate with its reason. With prologue-aware (not TVM; -O2), a library
+// match is rejected when an operand's elementwise producer would rather
+// fuse into fusec's own matmul as a prologue (FusePrologues.cpp's estimate).
 //
 //===----------------------------------------------------------------------===//
 #include "GroupOutliner.h"
 #include "fusec/Analysis/Analysis.h"
+#include "fusec/IR/Kernel.h"
+#include "fusec/IR/Ops.h"
 #include "fusec/Parser/Parser.h"
 #include "fusec/Transforms/Passes.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <map>
@@ -58,6 +63,11 @@ public:
                   "Copy constants into the composite instead of passing them");
     declareOption("annotate-codegen", OptionKind::Bool, "false",
                   "Call each composite through a function with codegen = \"<prefix>\"");
+    declareOption("prologue-aware", OptionKind::Bool, "false",
+                  "Leave a library matmul to fusec when an elementwise producer of an "
+                  "operand fuses into it as a prologue (cost model; not TVM)");
+    declareOption("target", OptionKind::String, "sm_90",
+                  "The prologue-aware cost model's GPU: sm_80, sm_86, sm_89, sm_90, h200 or a file");
   }
   bool run(Module &module, PassContext &context) override;
 
@@ -66,8 +76,11 @@ private:
   bool applyToBlock(const DataflowPattern &pattern, Module &module, Function &function,
                     DataflowBlock &block, PassContext &context);
   void annotateCodegen(Module &module, const std::vector<Function *> &entries);
+  std::string prologueVeto(const PatternMatch &match, const DataflowBlock &block,
+                           const UseMap &uses, std::string &separate) const;
 
   std::vector<DataflowPattern> given;
+  std::optional<TargetDesc> prologueTarget;
   OutlinedFunctionTable functionTable;
   /// Composite functions created by this run.
   llvm::StringSet<> composites;
@@ -98,6 +111,80 @@ bool FuseByPattern::loadPatterns(PassContext &context, std::vector<DataflowPatte
   return parsePatterns(sourceMgr, id, context.diag, patterns);
 }
 
+/// Why a library match should be left to fusec's own kernel: an operand of
+/// its matmul comes from a chain of single-use elementwise ops that the cost
+/// model would fuse into fusec's matmul as a prologue (what fuse-ops does
+/// with prologue=true), which a library call cannot apply. "" otherwise;
+/// then `separate` says why a candidate prologue stays its own kernel.
+std::string FuseByPattern::prologueVeto(const PatternMatch &match, const DataflowBlock &block,
+                                        const UseMap &uses, std::string &separate) const {
+  llvm::DenseSet<const Binding *> inBlock;
+  for (const auto &binding : block.bindings)
+    inBlock.insert(binding.get());
+  for (const Binding *member : match.members) {
+    if (member->kind != ExprKind::Op || member->callee != "matmul")
+      continue;
+    const Shape &out = member->getType().getShape();
+    if (out.size() < 2)
+      continue;
+    auto extent = [](const Dim &dim) { return dim.isStatic() ? dim.size : int64_t(4096); };
+    for (size_t i = 0; i < 2 && i < member->operands.size(); ++i) {
+      const Value *operand = member->operands[i].value;
+      // The chain of single-use elementwise ops ending at the operand.
+      double work = 0;
+      const Value *value = operand;
+      std::string head;
+      while (value && value->definingBinding && inBlock.count(value->definingBinding) &&
+             !llvm::is_contained(match.members, value->definingBinding)) {
+        const Binding *producer = value->definingBinding;
+        const OpInfo *info = producer->kind == ExprKind::Op ? lookupOp(producer->callee) : nullptr;
+        auto found = uses.find(value);
+        bool singleUse = found != uses.end() && found->second.size() == 1 &&
+                         found->second.front() != nullptr;
+        bool elementwise = info && (info->opClass == OpClass::Unary ||
+                                    info->opClass == OpClass::Binary ||
+                                    info->opClass == OpClass::Ternary) &&
+                           producer->getType() == operand->type;
+        if (!singleUse || !elementwise)
+          break;
+        std::unique_ptr<Kernel> kernel = legalizeOp(*producer, "probe");
+        for (const KStage &stage : kernel->stages)
+          work += expressionWork(*stage.body, *prologueTarget, {});
+        head = "%" + value->name;
+        value = nullptr;
+        for (const Operand &next : producer->operands) // follow a same-shape operand
+          if (!next.isLiteral() && next.value->type == operand->type)
+            value = next.value;
+      }
+      std::optional<int64_t> elements = operand->type.getStaticNumElements();
+      if (head.empty() || !elements)
+        continue;
+      PrologueCost cost =
+          estimatePrologue(work, *elements, *elements * dtypeBytes(operand->type.getDType()),
+                           extent(i == 0 ? out.back() : out[out.size() - 2]), *prologueTarget);
+      if (!cost.fuse()) {
+        llvm::raw_string_ostream note(separate);
+        note << "the prologue %" << operand->name << " stays its own kernel: "
+             << llvm::format("%.0f", work) << " FMA slots per element recomputed at each of "
+             << cost.rereads << " re-reads of the operand tiles would cost more (estimated us: "
+             << "fused " << llvm::format("%.3f", cost.fusedUs) << ", separate "
+             << llvm::format("%.3f", cost.separateUs) << ")";
+        continue;
+      }
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      os << "%" << operand->name
+         << (head == "%" + operand->name ? std::string() : " (from " + head + ")")
+         << " fuses into fusec's own matmul kernel as a prologue, which a library call "
+            "cannot apply (estimated us: fused "
+         << llvm::format("%.3f", cost.fusedUs) << ", separate "
+         << llvm::format("%.3f", cost.separateUs) << ")";
+      return os.str();
+    }
+  }
+  return "";
+}
+
 bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
                                  Function &function, DataflowBlock &block,
                                  PassContext &context) {
@@ -108,7 +195,10 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
   auto decide = [&](const std::string &root, llvm::StringRef action, const std::string &reason) {
     if (context.remarks)
       *context.remarks << "remark: fuse-by-pattern: @" << function.name << ": " << root << " "
-                       << (action == "extra_output" ? "keeps an extra output in" : action) << " "
+                       << (action == "extra_output"        ? "keeps an extra output in"
+                           : action == "separate_prologue" ? "considered a prologue for"
+                                                           : action)
+                       << " "
                        << pattern.name << (reason.empty() ? "" : ": " + reason) << "\n";
     if (context.report)
       context.report->decisions.push_back({"fuse-by-pattern", function.name, action.str(), reason,
@@ -127,6 +217,11 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
     if (!match)
       continue;
     std::string failure = checkPatternConstraints(pattern, *match, uses);
+    std::string separate;
+    if (failure.empty() && prologueTarget && isLibraryCodegen(pattern.codegenPrefix()))
+      failure = prologueVeto(*match, block, uses, separate);
+    if (!separate.empty())
+      decide("%" + binding->getResult()->name, "separate_prologue", separate);
     if (failure.empty() && pattern.check) {
       PatternCheckContext check;
       check.root = binding.get();
@@ -274,6 +369,16 @@ bool FuseByPattern::run(Module &module, PassContext &context) {
   std::vector<DataflowPattern> patterns = given;
   if (!loadPatterns(context, patterns))
     return false;
+  prologueTarget.reset();
+  if (getBoolOption("prologue-aware")) {
+    TargetDesc target;
+    std::string error;
+    if (!loadTargetDesc(getStringOption("target"), target, error)) {
+      context.diag.error({}, "fuse-by-pattern: " + error);
+      return false;
+    }
+    prologueTarget = target;
+  }
   functionTable.clear();
   composites.clear();
   std::vector<Function *> entries;

@@ -20,11 +20,15 @@
 //      the members' names); identical functions are shared.
 //   4. Re-sort the block topologically (a group's call moved to its last
 //      member may precede a non-member that used an earlier member).
-// Steps 2-4 are GroupOutliner.cpp, shared with fuse-by-pattern.
+// Steps 2-4 are GroupOutliner.cpp, shared with fuse-by-pattern. With
+// prologue=true (not TVM; -O2), elementwise producers of a matmul or
+// convolution join its group where the cost model says so, between steps 1
+// and 2 (FusePrologues.cpp).
 // Options: max-fused-ops, max-function-args (inputs plus outputs of the
 // fused kernel; 0 = no limit), max-merges (stop after N fusions; -1 = all).
 //
 //===----------------------------------------------------------------------===//
+#include "FusePrologues.h"
 #include "GroupOutliner.h"
 #include "fusec/Analysis/Analysis.h"
 #include "fusec/Transforms/Passes.h"
@@ -56,6 +60,11 @@ public:
                   "Largest number of kernel inputs plus outputs (0: no limit)");
     declareOption("max-merges", OptionKind::Int, "-1",
                   "Stop after this many fusions (-1: no limit), to bisect");
+    declareOption("prologue", OptionKind::Bool, "false",
+                  "Fuse elementwise producers into matmuls/convolutions when the cost "
+                  "model says so (not TVM)");
+    declareOption("target", OptionKind::String, "sm_90",
+                  "The prologue cost model's GPU: sm_80, sm_86, sm_89, sm_90, h200 or a file");
   }
   bool run(Module &module, PassContext &context) override;
 
@@ -64,6 +73,7 @@ private:
                  PassContext &context);
   OutlinedFunctionTable functionTable;
   PartitionOptions options;
+  std::optional<TargetDesc> prologueTarget;
 };
 } // namespace
 
@@ -71,6 +81,9 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
                         PassContext &context) {
   FusionGraph graph = buildFusionGraph(module, block);
   Partition partition = partitionGraph(graph, options);
+  std::set<int> prologues;
+  if (prologueTarget)
+    prologues = mergePrologues(module, function, graph, partition, *prologueTarget, context);
   // Members of each group, in binding order.
   std::map<int, std::vector<int>> groups;
   for (int node = 0; node < int(graph.nodes.size()); ++node)
@@ -133,10 +146,20 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
     }
     ++NumGroups;
     NumFusedBindings += members.size();
-    if (context.report)
-      context.report->groups.push_back({outlined.function, "fused",
-                                        patternKindName(partition.groupPattern[root]).str(), "",
-                                        memberNames});
+    if (context.report) {
+      FusionReport::Group entry{outlined.function, "fused",
+                                patternKindName(partition.groupPattern[root]).str(), "",
+                                memberNames, {}, {}};
+      int contraction = findContraction(module, graph, partition, root);
+      for (int node : nodes) {
+        std::string name = "%" + graph.nodes[node].value->name;
+        if (prologues.count(node))
+          entry.prologue.push_back(name);
+        else if (contraction >= 0 && node > contraction)
+          entry.epilogue.push_back(name);
+      }
+      context.report->groups.push_back(entry);
+    }
     FUSEC_DEBUG("group " + outlined.function + ": " + llvm::join(memberNames, ", "));
   }
   std::string cycle;
@@ -144,6 +167,16 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
 }
 
 bool FuseOps::run(Module &module, PassContext &context) {
+  prologueTarget.reset();
+  if (getBoolOption("prologue")) {
+    TargetDesc target;
+    std::string error;
+    if (!loadTargetDesc(getStringOption("target"), target, error)) {
+      context.diag.error({}, "fuse-ops: " + error);
+      return false;
+    }
+    prologueTarget = target;
+  }
   options.maxFusedOps = getIntOption("max-fused-ops");
   options.maxFunctionArgs = getIntOption("max-function-args");
   options.maxMerges = getIntOption("max-merges");

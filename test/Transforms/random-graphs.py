@@ -18,6 +18,17 @@ computes:
      (max-fused-ops / max-function-args / max-merges) and compares with A;
   6. every CHECK_EACH_EVERY-th program runs the fused pipeline with
      --check-each (exit 3 names the pass that changed the results).
+  7. fuse-by-pattern (TVM's FuseOpsByPattern) before the fused pipeline
+     (PIPES_PAT): F with the broad patterns of Inputs/random-patterns.pat,
+     G with them and annotate-codegen=true,bind-constants=false (prefix
+     `rand`: the composites are legalized and merged like fused groups), H
+     with @cublaslt and annotate-codegen=true (library composites keep
+     their graph ops; the interpreter runs them). Each compiles (a valid
+     program must not be rejected), prints back identically and agrees
+     with A bitwise; where no composite was formed, the module must be B's.
+     F runs on every PATTERN_EVERY-th seed, G on the next, H on every
+     program with a matmul. The summary counts the programs with at least
+     one composite (--min-composites N fails below N).
 
 Any non-zero exit of fusec on a generated program is a failure: the
 generator only emits programs that spec section 4 accepts (it tracks dtypes,
@@ -35,7 +46,9 @@ keepdims, nn.softmax/log_softmax, nn.layer_norm/rms_norm, matmul (1-D,
 batched, broadcast batch dims, out_dtype), nn.conv2d (padding forms,
 strides, dilation, groups) and the pools (ceil_mode, dilation, adaptive);
 constants (scalar, splat, dense, random), literal operands, tuples, aliases,
-calls of small helper functions, and "twins" (a chain repeated on other
+calls of small helper functions, matmul + 1-D bias + relu/gelu_tanh chains
+of 2-D f32/f16 operands (what cuBLASLt's patterns match, and near misses),
+and "twins" (a chain repeated on other
 inputs, sometimes with another literal: identical groups share a function,
 near-identical ones must not). DAG shapes: chains, diamonds, fan-out, values
 used by several later ops, several block outputs, tuple returns; f32 and f16
@@ -50,7 +63,7 @@ that could divide by zero.
 
 Shapes stay small (at most MAX_ELEMS elements, symbolic dims counted as 8,
 the size --check-each uses), so a program runs in milliseconds: 300
-programs take about 10 s with 2 workers.
+programs take about 15 s with 2 workers (13 s without step 7).
 
 On a failure the script writes the module to TMP/failures/seed-S.fir, then
 shrinks it (one returned value; bindings cut into parameters; blocks merged)
@@ -67,11 +80,13 @@ after changing the generator, `--update-known` prints a new table.
 Usage:
   random-graphs.py --fusec-bin DIR --tmp DIR [--count N] [--start S]
                    [--jobs 2] [--keep] [--no-shrink] [-v]
+                   [--pattern-every N] [--min-composites N]
   random-graphs.py --print --seed S            print the program of seed S
   random-graphs.py ... --only-known | --update-known
 
-Prints one line per failure and a summary "N programs, M failures" and
-exits 1 on any failure.
+Prints one line per failure and a summary "N programs, M failures (...);
+composites in R programs (rand patterns), C (cublaslt)" and exits 1 on any
+failure.
 """
 import argparse
 import concurrent.futures
@@ -90,7 +105,15 @@ import numpy as np
 # test/Transforms/, what is wrong, regex matching the failure message).
 # Fixed so far: fuse-tir names for numeric values, split into one section,
 # a scalar constant used as a take index inside a fused group.
-KNOWN_BUGS = {}  # none open; past ones are regression tests (random-regressions.test)
+KNOWN_BUGS = {
+    # Past ones are regression tests (random-regressions.test).
+    "fbp-result-name": (
+        "Inputs/random-failures/fbp-shared-composite-result-name.fir",
+        "fuse-by-pattern gives every call of a shared composite with an extra output "
+        "(and a call whose name a value already has) the same tuple name "
+        "%<function>_result: IR verification fails after the pass (exit 3)",
+        r"redefinition of value '%fused_\S*_result'"),
+}
 
 # Seeds whose program hits a known bug: seed -> tag of KNOWN_BUGS. They are
 # generated but not checked, so the test stays green while the bug is open.
@@ -1932,10 +1955,11 @@ def check_text(text, prog, work, bins, check_each, stats=None):
         path = os.path.join(work, tag + ".fir")
         cmd = [fusec, m, "--passes=" + pipe, "--stats", "-o", path]
         rc, so, se = run(cmd)
+        made = sum(int(x) for x in re.findall(r"(\d+) num-composites", se))
+        se = se.split("===---")[0]          # the message, without the --stats report
         if rc != 0:
             failures.append(Failure(compile_kind(rc), "pattern-" + tag, se.strip()[-3000:], cmd))
             continue
-        made = sum(int(x) for x in re.findall(r"(\d+) num-composites", se))
         with open(path) as f:
             fused = f.read()
         if stats is not None:
@@ -2065,11 +2089,19 @@ def header(prog, fail, bins):
                 c = os.path.basename(c)
             elif c.startswith("--outputs="):
                 c = "--outputs=DIR"
+            elif c.startswith("--passes="):
+                c = "--passes='%s'" % c[len("--passes="):].replace(
+                    PATTERNS, "test/Transforms/Inputs/random-patterns.pat")
             words.append(c)
         lines.append("// command: " + " ".join(words))
-    lines.append("// reproduce: fusec F.fir --passes=%s -o B.fir; fusec F.fir --passes=%s -o A.fir;" % (PIPE_B, PIPE_A))
-    lines.append("//   fusec-run A.fir|B.fir --random-inputs --seed=%d%s --outputs=DIR" % (
-        prog.seed, (" --dims=" + dims) if dims else ""))
+    tag = fail.stage.rsplit("-", 1)[-1]
+    tag = tag if tag in PIPES_PAT and fail.stage != tag else "B"
+    pipe = PIPES_PAT[tag].replace(PATTERNS, "test/Transforms/Inputs/random-patterns.pat") \
+        if tag != "B" else PIPE_B
+    lines.append("// reproduce: fusec F.fir --passes='%s' -o %s.fir; fusec F.fir --passes=%s -o A.fir;" % (
+        pipe, tag, PIPE_A))
+    lines.append("//   fusec-run A.fir|%s.fir --random-inputs --seed=%d%s --outputs=DIR" % (
+        tag, prog.seed, (" --dims=" + dims) if dims else ""))
     for l in fail.detail.splitlines()[:25]:
         lines.append("// | " + re.sub(r"/\S*/(work/s\d+(-shrink)?/)?", "", l))
     return "\n".join(lines) + "\n"

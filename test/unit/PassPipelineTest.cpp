@@ -63,8 +63,9 @@ TEST_CASE("named pipelines follow spec section 7", "[pass][pipeline]") {
   // -O2 gives matmuls to cuBLASLt first, with the shipped patterns, and
   // schedules with the cost model; --cost-model=none gives TVM's schedules.
   CHECK(getNamedPipeline("O2") ==
-        "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true},"
-        "legalize,annotate-pattern,fuse-ops,fuse-tir,"
+        "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true,"
+        "prologue-aware=true,target=sm_90},"
+        "legalize,annotate-pattern,fuse-ops{prologue=true,target=sm_90},fuse-tir,"
         "schedule{cost-model=roofline,target=sm_90},lower");
   CHECK(getNamedPipeline("O2", "none") ==
         "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true},"

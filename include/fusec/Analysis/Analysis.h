@@ -178,6 +178,20 @@ PlacementCost estimatePlacement(const KStage &producer, int64_t producerElements
                                 int64_t rootBytes, int64_t blocks, const TargetDesc &target,
                                 const std::map<std::string, const KStage *> &inlined);
 
+/// Whether to apply an elementwise producer of a matmul/convolution operand
+/// as the operand's tiles load (a prologue) or run it as its own kernel.
+/// A tile of the operand is re-read once per tile along the other side
+/// (`otherExtent`: N for the first operand, M for the second; tiles of 128,
+/// 64 below 128).
+struct PrologueCost {
+  int64_t rereads = 1;
+  double fusedUs = 0;    // the producer recomputed at every re-read
+  double separateUs = 0; // one launch, the operand written and read back
+  bool fuse() const { return fusedUs < separateUs; }
+};
+PrologueCost estimatePrologue(double workPerElement, int64_t elements, int64_t bytes,
+                              int64_t otherExtent, const TargetDesc &target);
+
 } // namespace fusec
 
 #endif // FUSEC_ANALYSIS_ANALYSIS_H

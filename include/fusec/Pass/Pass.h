@@ -31,6 +31,9 @@ struct FusionReport {
   struct Group {
     std::string function, kind, pattern, composite;
     std::vector<std::string> members; // binding names of the input
+    /// Of a group around a matmul or convolution: the members applied as
+    /// its operand tiles load, and those applied to its accumulators.
+    std::vector<std::string> prologue, epilogue;
   };
   /// One decision with its reason: `fields` are extra keys, in order
   /// (`pattern`, `root`, ...).

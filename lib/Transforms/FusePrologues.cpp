@@ -1,0 +1,159 @@
+//===- FusePrologues.cpp - Cost-aware prologue fusion for fuse-ops --------===//
+//
+// TVM never fuses an elementwise producer into a matmul or convolution
+// (OutEWiseFusable takes only epilogues); neither does Inductor (seed 004).
+// The tiled schedule applies an operand's expression as each tile is
+// loaded, so a producer can be a prologue — recomputed at every re-read of
+// the operand. It pays when that recomputation costs less than the
+// producer's own kernel.
+//
+// Algorithm, for each group containing a contraction C:
+//   1. For each operand of C defined in the block by a node P whose group
+//      is elementwise or broadcast, made of kernel calls, and read by
+//      nothing but C's group, take the work of P's group per element.
+//   2. Estimate both ways (estimatePrologue, lib/Analysis/CostModel.cpp):
+//      fused = that work at every re-read of the operand's tiles; separate
+//      = one launch + the operand written and read back + the work once.
+//   3. fused < separate: P's group joins C's. Either way, a remark and a
+//      report decision give both times.
+//
+//===----------------------------------------------------------------------===//
+#include "FusePrologues.h"
+#include "ScheduleRules.h"
+
+#include "llvm/Support/Format.h"
+
+#include <map>
+
+using namespace fusec;
+
+/// The contraction stage of a kernel, if it is one (a matmul or a
+/// convolution legalized: one output stage that is a contraction).
+static bool contractionOf(const Kernel &kernel, Contraction &contraction) {
+  for (const KStage &stage : kernel.stages)
+    if (analyzeContraction(stage, contraction))
+      return true;
+  return false;
+}
+
+int fusec::findContraction(const Module &module, const FusionGraph &graph,
+                           const Partition &partition, int group) {
+  for (int node = 0; node < int(graph.nodes.size()); ++node) {
+    const Binding *binding = graph.nodes[node].binding;
+    if (!binding || partition.group[node] != group || binding->kind != ExprKind::CallKernel)
+      continue;
+    const Kernel *kernel = module.lookupKernel(binding->callee);
+    Contraction contraction;
+    if (kernel && contractionOf(*kernel, contraction))
+      return node;
+  }
+  return -1;
+}
+
+/// Whether `load` (in the contraction operand expression `e`) reads `buffer`.
+static bool readsBuffer(const KExpr &e, llvm::StringRef buffer) {
+  if (e.kind == KExpr::Load && e.name == buffer)
+    return true;
+  for (const KExprPtr &arg : e.args)
+    if (arg && readsBuffer(*arg, buffer))
+      return true;
+  return false;
+}
+
+std::set<int> fusec::mergePrologues(const Module &module, const Function &function,
+                                    const FusionGraph &graph, Partition &partition,
+                                    const TargetDesc &target, PassContext &context) {
+  std::set<int> merged;
+  std::set<int> contractionGroups;
+  for (int node = 0; node < int(graph.nodes.size()); ++node)
+    if (graph.nodes[node].binding)
+      contractionGroups.insert(partition.group[node]);
+  for (int group : contractionGroups) {
+    int c = findContraction(module, graph, partition, group);
+    if (c < 0)
+      continue;
+    const Binding &call = *graph.nodes[c].binding;
+    const Kernel &kernel = *module.lookupKernel(call.callee);
+    Contraction contraction;
+    contractionOf(kernel, contraction);
+    const Type &outType = kernel.findBuffer(contraction.stage->buffer)->type;
+    auto extent = [&](const std::vector<size_t> &dims) {
+      int64_t size = 1;
+      for (size_t d : dims)
+        size *= outType.getShape()[d].isStatic() ? outType.getShape()[d].size : 4096;
+      return size;
+    };
+    int64_t m = extent(contraction.m), n = extent(contraction.n);
+    for (size_t i = 0; i < call.operands.size() && i < kernel.inputs.size(); ++i) {
+      const Value *operand = call.operands[i].value;
+      if (!operand || !operand->definingBinding)
+        continue;
+      int p = -1;
+      for (int node = 0; node < int(graph.nodes.size()); ++node)
+        if (graph.nodes[node].binding == operand->definingBinding)
+          p = node;
+      if (p < 0 || partition.group[p] == group)
+        continue;
+      int producerGroup = partition.group[p];
+      OpPatternKind kind = partition.groupPattern[producerGroup];
+      // The producer's group: kernel calls only, read only by C's group.
+      std::vector<int> members;
+      bool eligible = kind <= OpPatternKind::Broadcast;
+      for (int node = 0; node < int(graph.nodes.size()); ++node) {
+        if (partition.group[node] != producerGroup || !graph.nodes[node].binding)
+          continue;
+        members.push_back(node);
+        eligible &= graph.nodes[node].binding->kind == ExprKind::CallKernel &&
+                    !graph.nodes[node].externRef;
+        for (const FusionGraph::Edge &edge : graph.nodes[node].outputs)
+          eligible &= partition.group[edge.consumer] == producerGroup ||
+                      edge.consumer == c;
+      }
+      std::optional<int64_t> elements = operand->type.isTensor()
+                                            ? operand->type.getStaticNumElements()
+                                            : std::nullopt;
+      if (!eligible || !elements)
+        continue;
+      double work = 0;
+      for (int node : members)
+        if (const Kernel *k = module.lookupKernel(graph.nodes[node].binding->callee))
+          for (const KStage &stage : k->stages)
+            work += expressionWork(*stage.body, target, {});
+      bool isA = readsBuffer(*contraction.x, kernel.inputs[i].name);
+      int64_t bytes = *elements * dtypeBytes(operand->type.getDType());
+      PrologueCost estimate = estimatePrologue(work, *elements, bytes, isA ? n : m, target);
+      int64_t rereads = estimate.rereads;
+      double fusedUs = estimate.fusedUs, separateUs = estimate.separateUs;
+      bool fuse = fusedUs < separateUs;
+      std::string producer = "%" + operand->name, consumer = "%" + call.getResult()->name;
+      std::string reason;
+      llvm::raw_string_ostream os(reason);
+      os << llvm::format("%.0f", work) << " FMA slots per element recomputed at each of "
+         << rereads << " re-reads of the operand tiles"
+         << (fuse ? " costs less than" : " costs more than")
+         << " its own kernel (a launch and a " << llvm::format("%.0f", double(bytes) / 1024)
+         << " KiB round trip)";
+      os.flush();
+      if (context.remarks)
+        *context.remarks << "remark: fuse-ops: @" << function.name << ": " << producer
+                         << " -> " << consumer
+                         << (fuse ? ": fused as a prologue" : ": not fused as a prologue")
+                         << " (" << reason << "; estimated us: fused "
+                         << llvm::format("%.3f", fusedUs) << ", separate "
+                         << llvm::format("%.3f", separateUs) << ")\n";
+      if (context.report)
+        context.report->decisions.push_back(
+            {"fuse-ops", function.name, fuse ? "prologue" : "separate", reason,
+             {{"producer", producer}, {"consumer", consumer}},
+             {{"fused_us", fusedUs}, {"separate_us", separateUs},
+              {"chosen_us", fuse ? fusedUs : separateUs}}});
+      if (!fuse)
+        continue;
+      for (int node : members) {
+        partition.group[node] = group;
+        merged.insert(node);
+      }
+    }
+  }
+  return merged;
+}

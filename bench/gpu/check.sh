@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every sample on the GPU and checks it against the CPU interpreter
-# (issue 5): for each sample and pipeline (-O0: one kernel per op; -O1:
-# TVM's fusion), compile to the lowered form, run it with
+# (issues 5, 7, 8): for each sample and pipeline (-O0: one kernel per op;
+# -O1: TVM's fusion; -O2: cuBLASLt calls and the cost model), compile to the
+# lowered form, run it with
 #   fusec-run --device=cuda --bench
 # which compiles for the GPU's own architecture, runs through the launcher
 # engine, compares every output with the interpreter (exit 1 on a
@@ -25,7 +26,7 @@ echo "| --- | --- | --- | --- | --- | --- |"
 status=0
 for sample in samples/*.fir; do
   name=$(basename "$sample" .fir)
-  for level in O0 O1; do
+  for level in O0 O1 O2; do
     lowered="$work/$name.$level.fir"
     if ! build/bin/fusec "$sample" -$level -o "$lowered" 2>"$work/err"; then
       echo "| $name | -$level | | compile failed: $(head -1 "$work/err") | | |"

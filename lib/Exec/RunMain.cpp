@@ -53,6 +53,11 @@ cl::opt<bool> bench("bench", cl::desc("With --device=cuda: time the model with C
                     cl::cat(runCategory));
 cl::opt<int> benchRuns("bench-runs", cl::desc("Timed runs of --bench (median reported)"),
                        cl::init(100), cl::cat(runCategory));
+cl::opt<std::string> expectDir("expect",
+                              cl::desc("With --device=cuda: compare with DIR/out0.npy, ... "
+                                       "(an earlier --outputs) instead of running the "
+                                       "interpreter"),
+                              cl::value_desc("DIR"), cl::cat(runCategory));
 cl::opt<std::string> cudaPath("cuda-path", cl::desc("CUDA installation for NVRTC"),
                               cl::value_desc("DIR"), cl::cat(runCategory));
 } // namespace
@@ -153,8 +158,26 @@ int fusec::runMain(int argc, char **argv) {
   Interpreter interpreter(*module);
   std::vector<TensorData> results;
   std::string error;
-  if (!interpreter.run(function->name, arguments, results, error))
+  if (!expectDir.empty()) {
+    // Results computed earlier (the interpreter on a cheaper equivalent
+    // form): large models on the GPU need not wait for the interpreter.
+    if (device != "cuda" || !countersFile.empty())
+      return fail(2, "--expect needs --device=cuda and no --counters");
+    for (size_t i = 0;; ++i) {
+      llvm::SmallString<256> path(expectDir);
+      llvm::sys::path::append(path, "out" + std::to_string(i) + ".npy");
+      if (!llvm::sys::fs::exists(path))
+        break;
+      std::shared_ptr<TensorData> data = readNpyFile(path, error);
+      if (!data)
+        return fail(1, error);
+      results.push_back(*data);
+    }
+    if (results.empty())
+      return fail(1, "--expect: no out0.npy in '" + expectDir + "'");
+  } else if (!interpreter.run(function->name, arguments, results, error)) {
     return fail(1, error);
+  }
   if (device == "cuda") {
     cuda::DeviceRunOptions options;
     options.cudaPath = cudaPath;
@@ -168,7 +191,8 @@ int fusec::runMain(int argc, char **argv) {
       return fail(1, "the GPU (" + onDevice.deviceName + ", " + onDevice.arch +
                          ") and the interpreter disagree: " + difference);
     llvm::errs() << "fusec-run: " << onDevice.deviceName << " (" << onDevice.arch
-                 << "): results match the interpreter\n";
+                 << "): results match "
+                 << (expectDir.empty() ? "the interpreter" : "'" + expectDir + "'") << "\n";
     if (bench) {
       std::vector<double> times = onDevice.timesMs;
       std::sort(times.begin(), times.end());

@@ -46,6 +46,11 @@ GroupOutliner::GroupOutliner(Module &module, Function &function, DataflowBlock &
   });
   for (const Operand &operand : function.returnValues)
     usedByReturnOrOutput.insert(operand.value);
+  for (const auto &param : function.params)
+    usedNames.insert(param->name);
+  function.forEachBinding([&](const Binding &binding) {
+    usedNames.insert(binding.getResult()->name);
+  });
   usedByReturnOrOutput.insert(block.outputs.begin(), block.outputs.end());
 }
 
@@ -202,7 +207,12 @@ GroupOutliner::Result GroupOutliner::outline(const std::vector<Binding *> &membe
     std::vector<Type> types;
     for (Value *output : outputs)
       types.push_back(output->type);
-    call->result->name = result.function + "_result";
+    // Unique in the function: a shared function may be called twice.
+    std::string name = result.function + "_result";
+    for (int suffix = 1; usedNames.count(name); ++suffix)
+      name = result.function + "_result_" + std::to_string(suffix);
+    usedNames.insert(name);
+    call->result->name = name;
     call->result->type = Type::tuple(types);
   }
   call->result->definingBinding = call.get();

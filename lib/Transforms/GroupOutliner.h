@@ -15,6 +15,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <set>
+
 namespace fusec {
 
 /// Functions created by one pass run, by their text up to renaming, so that
@@ -60,6 +62,7 @@ private:
   llvm::DenseMap<const Value *, std::vector<const Binding *>> uses;
   llvm::DenseSet<const Value *> usedByReturnOrOutput;
   llvm::DenseSet<const Binding *> removed;
+  std::set<std::string> usedNames; // value names of the function
   llvm::DenseSet<const Binding *> copiedConstants;
   llvm::DenseMap<const Binding *, std::vector<std::unique_ptr<Binding>>> replacements;
 };

@@ -338,9 +338,13 @@ static bool liftTensorConstants(Module &module, Function &function) {
         copy->kind = ExprKind::Constant;
         copy->constant = std::make_unique<ConstantData>(*constant->constant);
         copy->result = std::make_unique<Value>();
-        std::string name = constant->getResult()->name;
+        // `%6` + `_1` is not a FIR name: a numeric base gets a letter.
+        std::string base = constant->getResult()->name;
+        if (llvm::all_of(base, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+          base = "c" + base;
+        std::string name = base;
         for (int k = 1; names.count(name); ++k)
-          name = constant->getResult()->name + "_" + std::to_string(k);
+          name = base + "_" + std::to_string(k);
         names.insert(name);
         copy->result->name = name;
         copy->result->type = constant->getType();

@@ -27,16 +27,14 @@
 // fuse into fusec's own matmul as a prologue (FusePrologues.cpp's estimate).
 //
 //===----------------------------------------------------------------------===//
+#include "FusePrologues.h"
 #include "GroupOutliner.h"
 #include "fusec/Analysis/Analysis.h"
-#include "fusec/IR/Kernel.h"
-#include "fusec/IR/Ops.h"
 #include "fusec/Parser/Parser.h"
 #include "fusec/Transforms/Passes.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <map>
@@ -76,8 +74,6 @@ private:
   bool applyToBlock(const DataflowPattern &pattern, Module &module, Function &function,
                     DataflowBlock &block, PassContext &context);
   void annotateCodegen(Module &module, const std::vector<Function *> &entries);
-  std::string prologueVeto(const PatternMatch &match, const DataflowBlock &block,
-                           const UseMap &uses, std::string &separate) const;
 
   std::vector<DataflowPattern> given;
   std::optional<TargetDesc> prologueTarget;
@@ -109,80 +105,6 @@ bool FuseByPattern::loadPatterns(PassContext &context, std::vector<DataflowPatte
   }
   unsigned id = sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
   return parsePatterns(sourceMgr, id, context.diag, patterns);
-}
-
-/// Why a library match should be left to fusec's own kernel: an operand of
-/// its matmul comes from a chain of single-use elementwise ops that the cost
-/// model would fuse into fusec's matmul as a prologue (what fuse-ops does
-/// with prologue=true), which a library call cannot apply. "" otherwise;
-/// then `separate` says why a candidate prologue stays its own kernel.
-std::string FuseByPattern::prologueVeto(const PatternMatch &match, const DataflowBlock &block,
-                                        const UseMap &uses, std::string &separate) const {
-  llvm::DenseSet<const Binding *> inBlock;
-  for (const auto &binding : block.bindings)
-    inBlock.insert(binding.get());
-  for (const Binding *member : match.members) {
-    if (member->kind != ExprKind::Op || member->callee != "matmul")
-      continue;
-    const Shape &out = member->getType().getShape();
-    if (out.size() < 2)
-      continue;
-    auto extent = [](const Dim &dim) { return dim.isStatic() ? dim.size : int64_t(4096); };
-    for (size_t i = 0; i < 2 && i < member->operands.size(); ++i) {
-      const Value *operand = member->operands[i].value;
-      // The chain of single-use elementwise ops ending at the operand.
-      double work = 0;
-      const Value *value = operand;
-      std::string head;
-      while (value && value->definingBinding && inBlock.count(value->definingBinding) &&
-             !llvm::is_contained(match.members, value->definingBinding)) {
-        const Binding *producer = value->definingBinding;
-        const OpInfo *info = producer->kind == ExprKind::Op ? lookupOp(producer->callee) : nullptr;
-        auto found = uses.find(value);
-        bool singleUse = found != uses.end() && found->second.size() == 1 &&
-                         found->second.front() != nullptr;
-        bool elementwise = info && (info->opClass == OpClass::Unary ||
-                                    info->opClass == OpClass::Binary ||
-                                    info->opClass == OpClass::Ternary) &&
-                           producer->getType() == operand->type;
-        if (!singleUse || !elementwise)
-          break;
-        std::unique_ptr<Kernel> kernel = legalizeOp(*producer, "probe");
-        for (const KStage &stage : kernel->stages)
-          work += expressionWork(*stage.body, *prologueTarget, {});
-        head = "%" + value->name;
-        value = nullptr;
-        for (const Operand &next : producer->operands) // follow a same-shape operand
-          if (!next.isLiteral() && next.value->type == operand->type)
-            value = next.value;
-      }
-      std::optional<int64_t> elements = operand->type.getStaticNumElements();
-      if (head.empty() || !elements)
-        continue;
-      PrologueCost cost =
-          estimatePrologue(work, *elements, *elements * dtypeBytes(operand->type.getDType()),
-                           extent(i == 0 ? out.back() : out[out.size() - 2]), *prologueTarget);
-      if (!cost.fuse()) {
-        llvm::raw_string_ostream note(separate);
-        note << "the prologue %" << operand->name << " stays its own kernel: "
-             << llvm::format("%.0f", work) << " FMA slots per element recomputed at each of "
-             << cost.rereads << " re-reads of the operand tiles would cost more (estimated us: "
-             << "fused " << llvm::format("%.3f", cost.fusedUs) << ", separate "
-             << llvm::format("%.3f", cost.separateUs) << ")";
-        continue;
-      }
-      std::string text;
-      llvm::raw_string_ostream os(text);
-      os << "%" << operand->name
-         << (head == "%" + operand->name ? std::string() : " (from " + head + ")")
-         << " fuses into fusec's own matmul kernel as a prologue, which a library call "
-            "cannot apply (estimated us: fused "
-         << llvm::format("%.3f", cost.fusedUs) << ", separate "
-         << llvm::format("%.3f", cost.separateUs) << ")";
-      return os.str();
-    }
-  }
-  return "";
 }
 
 bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
@@ -219,7 +141,7 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
     std::string failure = checkPatternConstraints(pattern, *match, uses);
     std::string separate;
     if (failure.empty() && prologueTarget && isLibraryCodegen(pattern.codegenPrefix()))
-      failure = prologueVeto(*match, block, uses, separate);
+      failure = libraryPrologueVeto(*match, block, uses, *prologueTarget, separate);
     if (!separate.empty())
       decide("%" + binding->getResult()->name, "separate_prologue", separate);
     if (failure.empty() && pattern.check) {

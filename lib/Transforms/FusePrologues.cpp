@@ -21,6 +21,9 @@
 #include "FusePrologues.h"
 #include "ScheduleRules.h"
 
+#include "fusec/IR/Ops.h"
+
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Format.h"
 
 #include <map>
@@ -156,4 +159,79 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
     }
   }
   return merged;
+}
+
+/// Why a library match should be left to fusec's own kernel: an operand of
+/// its matmul comes from a chain of single-use elementwise ops that the cost
+/// model would fuse into fusec's matmul as a prologue (what fuse-ops does
+/// with prologue=true), which a library call cannot apply. "" otherwise;
+/// then `separate` says why a candidate prologue stays its own kernel.
+std::string fusec::libraryPrologueVeto(const PatternMatch &match, const DataflowBlock &block,
+                                       const UseMap &uses, const TargetDesc &target,
+                                       std::string &separate) {
+  llvm::DenseSet<const Binding *> inBlock;
+  for (const auto &binding : block.bindings)
+    inBlock.insert(binding.get());
+  for (const Binding *member : match.members) {
+    if (member->kind != ExprKind::Op || member->callee != "matmul")
+      continue;
+    const Shape &out = member->getType().getShape();
+    if (out.size() < 2)
+      continue;
+    auto extent = [](const Dim &dim) { return dim.isStatic() ? dim.size : int64_t(4096); };
+    for (size_t i = 0; i < 2 && i < member->operands.size(); ++i) {
+      const Value *operand = member->operands[i].value;
+      // The chain of single-use elementwise ops ending at the operand.
+      double work = 0;
+      const Value *value = operand;
+      std::string head;
+      while (value && value->definingBinding && inBlock.count(value->definingBinding) &&
+             !llvm::is_contained(match.members, value->definingBinding)) {
+        const Binding *producer = value->definingBinding;
+        const OpInfo *info = producer->kind == ExprKind::Op ? lookupOp(producer->callee) : nullptr;
+        auto found = uses.find(value);
+        bool singleUse = found != uses.end() && found->second.size() == 1 &&
+                         found->second.front() != nullptr;
+        bool elementwise = info && (info->opClass == OpClass::Unary ||
+                                    info->opClass == OpClass::Binary ||
+                                    info->opClass == OpClass::Ternary) &&
+                           producer->getType() == operand->type;
+        if (!singleUse || !elementwise)
+          break;
+        std::unique_ptr<Kernel> kernel = legalizeOp(*producer, "probe");
+        for (const KStage &stage : kernel->stages)
+          work += expressionWork(*stage.body, target, {});
+        head = "%" + value->name;
+        value = nullptr;
+        for (const Operand &next : producer->operands) // follow a same-shape operand
+          if (!next.isLiteral() && next.value->type == operand->type)
+            value = next.value;
+      }
+      std::optional<int64_t> elements = operand->type.getStaticNumElements();
+      if (head.empty() || !elements)
+        continue;
+      PrologueCost cost =
+          estimatePrologue(work, *elements, *elements * dtypeBytes(operand->type.getDType()),
+                           extent(i == 0 ? out.back() : out[out.size() - 2]), target);
+      if (!cost.fuse()) {
+        llvm::raw_string_ostream note(separate);
+        note << "the prologue %" << operand->name << " stays its own kernel: "
+             << llvm::format("%.0f", work) << " FMA slots per element recomputed at each of "
+             << cost.rereads << " re-reads of the operand tiles would cost more (estimated us: "
+             << "fused " << llvm::format("%.3f", cost.fusedUs) << ", separate "
+             << llvm::format("%.3f", cost.separateUs) << ")";
+        continue;
+      }
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      os << "%" << operand->name
+         << (head == "%" + operand->name ? std::string() : " (from " + head + ")")
+         << " fuses into fusec's own matmul kernel as a prologue, which a library call "
+            "cannot apply (estimated us: fused "
+         << llvm::format("%.3f", cost.fusedUs) << ", separate "
+         << llvm::format("%.3f", cost.separateUs) << ")";
+      return os.str();
+    }
+  }
+  return "";
 }

@@ -27,6 +27,15 @@ std::set<int> mergePrologues(const Module &module, const Function &function,
 int findContraction(const Module &module, const FusionGraph &graph,
                     const Partition &partition, int group);
 
+/// For fuse-by-pattern{prologue-aware=true}: why a library match should be
+/// left to fusec's own kernel (an operand of its matmul comes from a chain of
+/// single-use elementwise ops that the same estimate would fuse as a
+/// prologue, which a library call cannot apply), or "" — then `separate`
+/// says why a candidate prologue stays its own kernel, if there was one.
+std::string libraryPrologueVeto(const PatternMatch &match, const DataflowBlock &block,
+                                const UseMap &uses, const TargetDesc &target,
+                                std::string &separate);
+
 } // namespace fusec
 
 #endif

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Every sample, at reduced sizes, through -O0 and -O1 down to the lowered
+"""Every sample, at reduced sizes, through -O0, -O1 and -O2 down to the lowered
 form, run by the interpreter: the lowered loops must compute what the graph
 computes (issue 5). The samples' shapes (4096x4096 and the like) take minutes
 to interpret, so each is scaled down first: every size inside a tensor type
 is mapped through SCALE (sizes not listed stay); types that inference
 derives are recomputed by fusec. The scaled module is then
   1. run as written (graph ops, each through its legalized kernel),
-  2. compiled with -O0 and -O1 (legalize ... schedule, lower) and run,
+  2. compiled with -O0, -O1 and -O2 (legalize ... schedule, lower; -O2 with
+     cuBLASLt composites, run by their bodies, and the cost model) and run,
 and the results compared within a tolerance scaled by the output's magnitude
 (reductions combine in another order once lowered). Prints one line per
 sample and pipeline; exits 1 on any failure."""
@@ -86,7 +87,7 @@ def main():
             print("%s: graph run failed: %s" % (name, err.strip()))
             failures += 1
             continue
-        for level in ("O0", "O1"):
+        for level in ("O0", "O1", "O2"):
             lowered = os.path.join(args.tmp, "%s.%s.fir" % (name, level))
             rc, err = run([fusec, scaled, "-" + level, "-o", lowered])
             if rc != 0:

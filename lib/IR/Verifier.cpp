@@ -243,11 +243,26 @@ std::optional<Type> Checker::inferBinding(const Binding &binding) {
   return std::nullopt;
 }
 
+/// Whether `name` reads back as a `%name` (spec §9): decimal digits only,
+/// or an identifier start followed by letters, digits, `_`, `.`, `$`, `-`.
+static bool isValueName(llvm::StringRef name) {
+  if (name.empty())
+    return false;
+  if (llvm::all_of(name, [](char c) { return c >= '0' && c <= '9'; }))
+    return true;
+  auto start = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  return start(name.front()) && llvm::all_of(name, [&](char c) {
+           return start(c) || (c >= '0' && c <= '9') || c == '.' || c == '$' || c == '-';
+         });
+}
+
 /// Scoping and SSA, as the parser builds them; a pass may have broken them.
 bool Checker::checkStructure(const Function &function) {
   llvm::DenseSet<const Value *> visible;
   llvm::StringSet<> names;
   for (const auto &param : function.params) {
+    if (!isValueName(param->name))
+      return error(param->loc, "'%" + param->name + "' is not a value name that parses back");
     if (!names.insert(param->name).second)
       return error(param->loc, "redefinition of value '%" + param->name + "'");
     visible.insert(param.get());
@@ -261,6 +276,9 @@ bool Checker::checkStructure(const Function &function) {
                                       "' is used before its definition or "
                                       "out of its scope by '%" +
                                       binding.result->name + "'");
+    if (!isValueName(binding.result->name))
+      return error(binding.result->loc, "'%" + binding.result->name +
+                                            "' is not a value name that parses back");
     if (!names.insert(binding.result->name).second)
       return error(binding.result->loc,
                    "redefinition of value '%" + binding.result->name + "'");

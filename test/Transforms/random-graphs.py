@@ -63,7 +63,8 @@ that could divide by zero.
 
 Shapes stay small (at most MAX_ELEMS elements, symbolic dims counted as 8,
 the size --check-each uses), so a program runs in milliseconds: 300
-programs take about 15 s with 2 workers (13 s without step 7).
+programs take about 17 s with 2 workers (13-14 s without step 7; 23 s with
+--pattern-every 1).
 
 On a failure the script writes the module to TMP/failures/seed-S.fir, then
 shrinks it (one returned value; bindings cut into parameters; blocks merged)
@@ -104,16 +105,10 @@ import numpy as np
 # Open fusec bugs this tester found: tag -> (reproducer under
 # test/Transforms/, what is wrong, regex matching the failure message).
 # Fixed so far: fuse-tir names for numeric values, split into one section,
-# a scalar constant used as a take index inside a fused group.
-KNOWN_BUGS = {
-    # Past ones are regression tests (random-regressions.test).
-    "fbp-result-name": (
-        "Inputs/random-failures/fbp-shared-composite-result-name.fir",
-        "fuse-by-pattern gives every call of a shared composite with an extra output "
-        "(and a call whose name a value already has) the same tuple name "
-        "%<function>_result: IR verification fails after the pass (exit 3)",
-        r"redefinition of value '%fused_\S*_result'"),
-}
+# a scalar constant used as a take index inside a fused group; with
+# fuse-by-pattern: one tuple name for the calls of a shared composite, a
+# lifted constant's name %7_1 (Inputs/random-regressions/fbp-*.fir).
+KNOWN_BUGS = {}  # none open; past ones are regression tests (random-regressions.test)
 
 # Seeds whose program hits a known bug: seed -> tag of KNOWN_BUGS. They are
 # generated but not checked, so the test stays green while the bug is open.
@@ -1988,7 +1983,8 @@ def check_text(text, prog, work, bins, check_each, stats=None):
             continue
         diff = compare_outputs(outs["A"], od)
         if diff:
-            failures.append(mismatch(tag, diff + "\n%s.fir: fusec F.fir --passes='%s'" % (tag, pipe)))
+            failures.append(mismatch(tag, diff + "\n%s.fir: fusec F.fir --passes='%s'" % (
+                tag, pipe.replace(PATTERNS, "test/Transforms/Inputs/random-patterns.pat"))))
     return failures
 
 

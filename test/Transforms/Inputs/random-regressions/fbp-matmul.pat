@@ -1,0 +1,4 @@
+// For fbp-hoisted-constant-numeric-name.fir.
+pattern @rand.matmul {
+  %m = matmul(%a, %w)
+}

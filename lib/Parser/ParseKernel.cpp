@@ -366,6 +366,21 @@ Parser::MutableExpr Parser::parseKPrimary(ExprContext context) {
     ExprContext branch = context == ExprContext::Value ? ExprContext::Value : context;
     if (!parseArgs(branch, 3))
       return nullptr;
+    // In Any context (under a cast), an integer branch was read as an index
+    // constant; beside a value branch it is a value literal, typed like it.
+    auto isValue = [](const KExpr &e) {
+      return e.kind == KExpr::Load || e.kind == KExpr::Call || e.kind == KExpr::Cast ||
+             e.kind == KExpr::Literal || e.kind == KExpr::Select;
+    };
+    for (int i : {1, 2})
+      if (args[i]->kind == KExpr::IntConst && isValue(*args[3 - i])) {
+        Attr literal = Attr::makeInt(args[i]->intValue);
+        auto value = std::const_pointer_cast<KExpr>(
+            KExpr::literal(double(args[i]->intValue), DType::f32));
+        untypedLiterals.push_back(value.get());
+        literalKinds[value.get()] = literal;
+        args[i] = value;
+      }
     auto e = std::const_pointer_cast<KExpr>(KExpr::select(args[0], args[1], args[2]));
     return e;
   }

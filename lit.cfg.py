@@ -25,7 +25,7 @@ llvm_bin = "/usr/lib/llvm-14/bin"
 config.environment["PATH"] = os.pathsep.join(
     [bin_dir, llvm_bin, config.environment.get("PATH", os.environ["PATH"])])
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
-for name in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "HOME"):
+for name in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "HOME"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
 

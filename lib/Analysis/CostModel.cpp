@@ -153,18 +153,21 @@ PlacementCost fusec::estimatePlacement(const KStage &producer, int64_t producerE
   // Each block evaluates the producer elements of its rows while its other
   // threads wait at a barrier: a dependent chain of about 4 cycles per FMA
   // slot (those elements spread over the block's threads), hidden only by
-  // the other resident blocks (about 8 per SM).
-  int64_t perBlock = std::max<int64_t>(1, producerElements / std::max<int64_t>(1, blocks));
-  double chainCycles = cost.workPerElement * 4.0 * double((perBlock + 127) / 128) + 100.0;
-  double waitUs = double(blocks) * chainCycles / (double(target.smCount) * 8.0) /
-                  (target.clockGHz * 1e3);
-  cost.computeAtUs = roofline(cost.workPerElement * double(perBlock * blocks), 0) + waitUs;
+  // the other resident blocks (about 8 per SM). No blocks: not possible.
+  cost.computeAtPossible = blocks > 0;
+  if (cost.computeAtPossible) {
+    int64_t perBlock = std::max<int64_t>(1, producerElements / blocks);
+    double chainCycles = cost.workPerElement * 4.0 * double((perBlock + 127) / 128) + 100.0;
+    double waitUs = double(blocks) * chainCycles / (double(target.smCount) * 8.0) /
+                    (target.clockGHz * 1e3);
+    cost.computeAtUs = roofline(cost.workPerElement * double(perBlock * blocks), 0) + waitUs;
+  }
   cost.materializeUs = roofline(cost.workPerElement * double(producerElements),
                                 2.0 * double(producerBytes)) +
                        target.launchOverheadUs;
   cost.choice = "inline";
   double best = cost.inlineUs;
-  if (cost.computeAtUs < best) {
+  if (cost.computeAtPossible && cost.computeAtUs < best) {
     best = cost.computeAtUs;
     cost.choice = "compute_at";
   }

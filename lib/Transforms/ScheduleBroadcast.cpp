@@ -2,13 +2,14 @@
 //
 // Contract: in an elementwise kernel with one static output of rank >= 2,
 // a spatial internal stage S that the output reads through a broadcast
-// (S[i0, .., ik-1, 0, .., 0] for an output [i0, .., ir-1], S's trailing
-// dims 1 — seed 003's [rows, 1] chain added to [rows, cols]) is placed
-// where the cost model (lib/Analysis/CostModel.cpp) estimates it cheapest:
+// (each index a variable of the output or 0 on a dim of size 1, e.g. seed
+// 003's [rows, 1] chain added to [rows, cols]) is placed where the cost
+// model (lib/Analysis/CostModel.cpp) estimates it cheapest:
 //   - inline (TVM's choice): S is recomputed at every output element;
-//   - compute_at(output, block): the output is mapped one block per row
-//     (`rows`, inner = r - k) and each block evaluates S once for its row,
-//     into shared memory — one launch, no round trip, no recomputation;
+//   - compute_at(output, block), for S[i0, .., ik-1, 0, .., 0]: the output
+//     is mapped one block per row (`rows`, inner = r - k) and each block
+//     evaluates S once for its row, into shared memory — one launch, no
+//     round trip, no recomputation;
 //   - materialize: S gets its own launch and a global buffer.
 // Algorithm:
 //   1. Find the candidates in the output's body; they must share one k
@@ -22,6 +23,9 @@
 #include "ScheduleRules.h"
 
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <set>
 
 using namespace fusec;
 
@@ -39,26 +43,39 @@ static const KStage *findStage(const Kernel &kernel, llvm::StringRef buffer) {
   return nullptr;
 }
 
-/// The loads of internal stages in `expr` that broadcast over the output's
-/// trailing dims.
+/// The loads of internal spatial stages in `expr` that broadcast: each index
+/// is a distinct variable of the output or 0 on a dim of size 1, and at
+/// least one is 0. `leading` is k when the variables are exactly the
+/// output's first k (a row broadcast, which compute_at can serve), else 0.
 static void findBroadcastLoads(const Kernel &kernel, const KExpr &expr, const KStage &root,
                                std::vector<Candidate> &found) {
   if (expr.kind == KExpr::Load) {
     const KBuffer *buffer = kernel.findBuffer(expr.name);
     const KStage *stage = findStage(kernel, expr.name);
-    const Shape &shape = buffer ? buffer->type.getShape() : Shape();
     bool internal = buffer && buffer->role == KBuffer::Internal && stage &&
                     !stage->isReduction() && expr.args.size() == root.spatialVars.size();
+    const Shape &shape = internal ? buffer->type.getShape() : Shape();
+    std::set<std::string> vars;
+    size_t zeros = 0;
+    bool broadcast = internal;
+    for (size_t d = 0; broadcast && d < expr.args.size(); ++d) {
+      const KExpr &index = *expr.args[d];
+      if (index.kind == KExpr::IntConst && index.intValue == 0 && shape[d].isStatic() &&
+          shape[d].size == 1)
+        ++zeros;
+      else
+        broadcast = index.kind == KExpr::Var &&
+                    llvm::is_contained(root.spatialVars, index.name) &&
+                    vars.insert(index.name).second;
+    }
+    broadcast &= zeros > 0 && zeros < expr.args.size();
     size_t k = 0;
-    while (internal && k < expr.args.size() && expr.args[k]->kind == KExpr::Var &&
+    while (broadcast && k < expr.args.size() && expr.args[k]->kind == KExpr::Var &&
            expr.args[k]->name == root.spatialVars[k])
       ++k;
-    bool broadcast = internal && k >= 1 && k < expr.args.size();
-    for (size_t d = k; broadcast && d < expr.args.size(); ++d)
-      broadcast = expr.args[d]->kind == KExpr::IntConst && expr.args[d]->intValue == 0 &&
-                  shape[d].isStatic() && shape[d].size == 1;
+    bool rows = broadcast && k + zeros == expr.args.size();
     if (broadcast && llvm::none_of(found, [&](const Candidate &c) { return c.stage == stage; }))
-      found.push_back({stage, k});
+      found.push_back({stage, rows ? k : 0});
     return;
   }
   for (const KExprPtr &arg : expr.args)
@@ -105,7 +122,9 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
     int64_t producerElements = staticElements(buffer->type);
     if (producerElements <= 0)
       continue;
-    int64_t blocks = 1;
+    // Blocks of the rows mapping compute_at would use; 0: compute_at cannot
+    // serve a broadcast that is not over trailing dims.
+    int64_t blocks = candidate.leading ? 1 : 0;
     for (size_t d = 0; d < candidate.leading; ++d)
       blocks *= rootType.getShape()[d].size;
     PlacementCost estimate = estimatePlacement(
@@ -143,20 +162,25 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
       if (pass->remarks)
         *pass->remarks << "remark: schedule: @" << kernel.name << ": " << producer << " -> "
                        << consumer << ": " << estimate.choice << " (" << reason
-                       << "; estimated us: inline "
-                       << llvm::format("%.3f", estimate.inlineUs) << ", compute_at "
-                       << llvm::format("%.3f", estimate.computeAtUs) << ", materialize "
+                       << "; estimated us: inline " << llvm::format("%.3f", estimate.inlineUs)
+                       << ", compute_at "
+                       << (estimate.computeAtPossible
+                               ? std::string(llvm::formatv("{0:f3}", estimate.computeAtUs))
+                               : std::string("n/a (not a row broadcast)"))
+                       << ", materialize "
                        << llvm::format("%.3f", estimate.materializeUs) << ", plus "
                        << llvm::format("%.3f", estimate.rootUs)
                        << " of the output's own traffic on " << cost.target->name << ")\n";
-      if (pass->report)
-        pass->report->decisions.push_back(
-            {"schedule", kernel.name, estimate.choice, reason,
-             {{"producer", producer}, {"consumer", consumer}},
-             {{"inline_us", estimate.inlineUs},
-              {"compute_at_us", estimate.computeAtUs},
-              {"materialize_us", estimate.materializeUs},
-              {"chosen_us", chosen}}});
+      if (pass->report) {
+        std::vector<std::pair<std::string, double>> costs = {{"inline_us", estimate.inlineUs}};
+        if (estimate.computeAtPossible)
+          costs.push_back({"compute_at_us", estimate.computeAtUs});
+        costs.push_back({"materialize_us", estimate.materializeUs});
+        costs.push_back({"chosen_us", chosen});
+        pass->report->decisions.push_back({"schedule", kernel.name, estimate.choice, reason,
+                                           {{"producer", producer}, {"consumer", consumer}},
+                                           costs});
+      }
     }
   }
   if (rowsLeading && rootEntry) {

@@ -163,11 +163,14 @@ double expressionWork(const KExpr &expr, const TargetDesc &target,
 
 /// Where to compute a spatial producer stage read by a root through a
 /// broadcast (the seed 003 shape: a [rows, 1] chain added to [rows, cols]).
+/// `blocks`: the root's rows under a rows mapping that compute_at would
+/// use, 0 when the broadcast is not over trailing dims (no compute_at).
 struct PlacementCost {
   int64_t producerElements = 0, rootElements = 0;
   int64_t recompute = 1;        // root elements per producer element
   double workPerElement = 0;    // FMA slots per producer element
   double inlineUs = 0;          // recomputed at every root element
+  bool computeAtPossible = false; // a row broadcast, `blocks` > 0
   double computeAtUs = 0;       // once per block of the root's rows mapping
   double materializeUs = 0;     // its own launch and a round trip through memory
   double rootUs = 0;            // the root's own memory traffic, common to all

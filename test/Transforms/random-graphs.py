@@ -134,6 +134,13 @@ PIPE_D = "legalize,schedule,lower"
 REASSOC_OPS = {"sum", "mean", "prod", "nn.softmax", "nn.log_softmax", "nn.layer_norm",
                "nn.rms_norm", "matmul", "nn.conv2d", "nn.avg_pool2d", "nn.adaptive_avg_pool2d"}
 PIPE_E = "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower"
+# -O2 (issues 7 and 8): cuBLASLt composites (the interpreter runs their
+# bodies), cost-aware prologues and broadcast placement; every 2nd seed.
+PIPE_O2 = ("fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true,"
+           "prologue-aware=true,target=sm_90},legalize,annotate-pattern,"
+           "fuse-ops{prologue=true,target=sm_90},fuse-tir,"
+           "schedule{cost-model=roofline,target=sm_90},lower")
+O2_EVERY = 2
 CHECK_EACH_EVERY = 4
 VARIANT_EVERY = 3
 
@@ -1910,13 +1917,16 @@ def check_text(text, prog, work, bins, check_each, stats=None):
         if diff:
             failures.append(mismatch("C", diff))
     # The lowered forms run and agree with A; the -O1 form prints back.
-    for tag, pipe in (("D", PIPE_D), ("E", PIPE_E)):
+    lowered = [("D", PIPE_D), ("E", PIPE_E)]
+    if prog.seed % O2_EVERY == 0:
+        lowered.append(("O2", PIPE_O2))
+    for tag, pipe in lowered:
         path = os.path.join(work, tag + ".fir")
         cmd = [fusec, m, "--passes=" + pipe, "-o", path]
         rc, so, se = run(cmd)
         if rc != 0:
             return failures + [Failure(compile_kind(rc), "lower-" + tag, se.strip()[-3000:], cmd)]
-        if tag == "E":
+        if tag in ("E", "O2"):
             rc, so, se = run([fusec, path])
             with open(path) as f:
                 if rc != 0 or so != f.read():

@@ -1,0 +1,93 @@
+//===- CostModelTest.cpp - Target descriptions and cost estimates ---------===//
+//
+// The shipped target descriptions load; a malformed one names the field;
+// expression work counts special functions at the FMA/SFU ratio; the
+// placement and prologue estimates rank the alternatives the way issue 8's
+// cases need.
+//
+//===----------------------------------------------------------------------===//
+#include "fusec/Analysis/Analysis.h"
+
+#include <catch2/catch.hpp>
+
+using namespace fusec;
+
+TEST_CASE("cost model: shipped targets load, malformed ones name the field", "[cost]") {
+  for (const char *name : {"sm_80", "sm_86", "sm_89", "sm_90", "h200"}) {
+    TargetDesc target;
+    std::string error;
+    CHECK(loadTargetDesc(name, target, error));
+    CHECK(error.empty());
+    CHECK(target.smCount > 0);
+  }
+  TargetDesc h100, h200;
+  std::string error;
+  REQUIRE(loadTargetDesc("sm_90", h100, error));
+  REQUIRE(loadTargetDesc("h200", h200, error));
+  CHECK(h100.arch == "sm_90");
+  CHECK(h200.arch == "sm_90");
+  CHECK(h200.memoryBandwidthGBps > h100.memoryBandwidthGBps);
+  // 132 SMs x 128 FMA x 1.98 GHz: about 33.5 million FMA issue slots per us.
+  CHECK(h100.flopsPerUs() == Approx(132 * 128 * 1.98e3));
+
+  TargetDesc target;
+  CHECK_FALSE(parseTargetDesc("[1, 2]", target, error));
+  CHECK(error == "not a JSON object");
+  error.clear();
+  CHECK_FALSE(parseTargetDesc(R"({"name": "x", "arch": "sm_90", "sm_count": 0})", target, error));
+  CHECK(error == "'sm_count' must be a positive number");
+  error.clear();
+  CHECK_FALSE(parseTargetDesc(R"({"arch": "sm_90"})", target, error));
+  CHECK(error == "'name' must be a string");
+  error.clear();
+  CHECK_FALSE(loadTargetDesc("/nonexistent/target.json", target, error));
+  CHECK(llvm::StringRef(error).contains("neither a shipped target"));
+}
+
+TEST_CASE("cost model: work, placements and prologues", "[cost]") {
+  TargetDesc target;
+  std::string error;
+  REQUIRE(loadTargetDesc("sm_90", target, error));
+  // exp(x - 0.5 * x): one special function (128 / 16 = 8 slots), two
+  // arithmetic ops.
+  KExprPtr x = KExpr::load("x", {KExpr::var("i")}, DType::f32);
+  KExprPtr body = KExpr::call(
+      "exp", {KExpr::call("subtract", {x, KExpr::call("multiply", {x, KExpr::literal(0.5, DType::f32)}, DType::f32)}, DType::f32)},
+      DType::f32);
+  CHECK(expressionWork(*body, target, {}) == Approx(10));
+  // A load of an inlined stage counts that stage's work.
+  KStage chain;
+  chain.buffer = "z";
+  chain.body = body;
+  std::map<std::string, const KStage *> inlined = {{"z", &chain}};
+  KExprPtr reader = KExpr::call("exp", {KExpr::load("z", {KExpr::var("i")}, DType::f32)}, DType::f32);
+  CHECK(expressionWork(*reader, target, inlined) == Approx(18));
+
+  // The seed shape at [1024,1] -> [1024,1024] f16: a cheap chain hides under
+  // the memory time; a depth-16 one (160 slots) is computed once per row.
+  KStage deep = chain;
+  for (int i = 1; i < 16; ++i)
+    deep.body = KExpr::call("add", {deep.body, body}, DType::f32);
+  int64_t rootBytes = 2 * 1024 * 1024 * 2 + 1024 * 2;
+  PlacementCost cheap = estimatePlacement(chain, 1024, 2048, 1 << 20, rootBytes, 1024, target, {});
+  CHECK(cheap.choice == "inline");
+  CHECK(cheap.recompute == 1024);
+  PlacementCost costly = estimatePlacement(deep, 1024, 2048, 1 << 20, rootBytes, 1024, target, {});
+  CHECK(costly.workPerElement == Approx(16 * 10 + 15));
+  CHECK(costly.choice == "compute_at");
+  CHECK(costly.computeAtUs < costly.materializeUs);
+  CHECK(costly.materializeUs < costly.inlineUs);
+  // Without a rows mapping (a column broadcast) compute_at is not offered.
+  PlacementCost column = estimatePlacement(deep, 1024, 2048, 1 << 20, rootBytes, 0, target, {});
+  CHECK_FALSE(column.computeAtPossible);
+  CHECK(column.choice == "materialize");
+
+  // Prologues: relu (1 slot) on a 512x512 f16 operand re-read 4x fuses; a
+  // 160-slot chain on 512x1024 re-read 32x (N = 4096) does not.
+  PrologueCost relu = estimatePrologue(1, 512 * 512, 512 * 512 * 2, 512, target);
+  CHECK(relu.rereads == 4);
+  CHECK(relu.fuse());
+  PrologueCost chainPrologue = estimatePrologue(160, 512 * 1024, 512 * 1024 * 2, 4096, target);
+  CHECK(chainPrologue.rereads == 32);
+  CHECK_FALSE(chainPrologue.fuse());
+}

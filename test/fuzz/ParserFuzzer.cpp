@@ -1,8 +1,9 @@
 //===- ParserFuzzer.cpp - libFuzzer target for the FIR parser -------------===//
 //
-// For any input: parsing must not crash, leak or hang. For an input that
-// parses, the printed form must parse back and print identically, and `dce`
-// must leave IR that verifies; a violation aborts so libFuzzer reports it.
+// For any input: parsing must not crash, leak or hang, as FIR and as a
+// pattern file (spec §6). For an input that parses as FIR, the printed form
+// must parse back and print identically, and `dce` must leave IR that
+// verifies; a violation aborts so libFuzzer reports it.
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/Parser/Parser.h"
@@ -20,6 +21,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::SourceMgr sourceMgr;
   DiagEngine diag(sourceMgr);
   diag.setHandler([](const llvm::SMDiagnostic &) {});
+  {
+    llvm::SourceMgr patternMgr;
+    DiagEngine patternDiag(patternMgr);
+    patternDiag.setHandler([](const llvm::SMDiagnostic &) {});
+    std::vector<DataflowPattern> patterns;
+    parsePatternsString(text, patternMgr, patternDiag, patterns, "fuzz.pat");
+  }
   auto module = parseModuleString(text, sourceMgr, diag, "fuzz.fir");
   if (!module)
     return 0;

@@ -68,7 +68,7 @@ public:
       if (scheduleElementwise(*kernel, schedule, elementwise, cost)) {
         ++NumElementwise;
         why = elementwise;
-      } else if (scheduleMatmul(*kernel, schedule, matmul)) {
+      } else if (scheduleMatmul(*kernel, schedule, matmul, cost)) {
         ++NumMatmul;
         why = matmul;
       } else if (scheduleRowReduction(*kernel, schedule, reduction)) {

@@ -15,7 +15,9 @@
 //   3. the output: tiles(...) with sizes from this table (symbolic dims
 //      count as large; boundary tiles are guarded, so any M, N, K works):
 //        f16/bf16 operands, f32 accumulation (tensor cores, mma.sync m16n8k16):
-//          M >= 128 and N >= 128: 128 x 128 x 16, warps of 64 x 32 (256 threads)
+//          M >= 128 and N >= 128: 128 x 128 x 16, warps of 64 x 32 (256 threads),
+//            unless, with a target (cost-model=roofline), those tiles would
+//            be fewer than the GPU's SMs: then the next row;
 //          M >= 32 and N >= 32:    64 x  64 x 16, warps of 32 x 32 (128 threads)
 //        otherwise SIMT (every dtype):
 //          M >= 64 and N >= 64:    64 x  64 x 16, 4 x 4 per thread (256 threads)
@@ -78,7 +80,8 @@ bool fusec::analyzeContraction(const KStage &stage, Contraction &contraction) {
   return true;
 }
 
-bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::string &why) {
+bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::string &why,
+                           const ScheduleCostContext &cost) {
   if (kernel.outputs.size() != 1)
     return why = "more than one output", false;
   std::vector<KStage> stages = inlineSpatialInternals(kernel);
@@ -133,6 +136,16 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::strin
         why += ", f16/bf16 operands: tensor cores";
         // Tensor cores: mma.sync m16n8k16 per warp.
         bool large = m >= 128 && n >= 128;
+        // With a target: 128 x 128 tiles that would leave SMs idle (fewer
+        // blocks than SMs) give way to 64 x 64 tiles, four times as many.
+        int64_t batch = extent(contraction.batch);
+        int64_t bigTiles = batch * ((m + 127) / 128) * ((n + 127) / 128);
+        if (large && cost.target && bigTiles < cost.target->smCount) {
+          large = false;
+          why += " (" + std::to_string(bigTiles) + " tiles of 128 x 128 for " +
+                 std::to_string(cost.target->smCount) + " SMs on " + cost.target->name +
+                 ": 64 x 64 tiles)";
+        }
         tiles.mma = true;
         tiles.blockM = tiles.blockN = large ? 128 : 64;
         tiles.warpM = large ? 64 : 32;

@@ -71,8 +71,10 @@ void placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
 /// block level, spatial stages inlined.
 bool scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std::string &why);
 /// A contraction with at least a 16 x 16 output tile per batch, alone or
-/// with an elementwise epilogue: tiles through shared memory.
-bool scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::string &why);
+/// with an elementwise epilogue: tiles through shared memory (with a target,
+/// tiles small enough to give every SM a block).
+bool scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::string &why,
+                    const ScheduleCostContext &cost);
 /// Anything else: spatial stages inlined, a reduction read element-wise by
 /// one stage computed in that stage's threads, every other reduction
 /// materialized; outputs flat.

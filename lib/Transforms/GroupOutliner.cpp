@@ -6,7 +6,7 @@
 //      a non-member, the block's `output` or the return, in the order a
 //      walk of the block discovers them (TVM's CollectFuncBoundary).
 //   2. The function: one dataflow block of the copied members returning the
-//      outputs (a tuple for several). Its text with placeholder names is the
+//      outputs (a tuple for several). Its text with v0, v1, ... for names is the
 //      sharing key, so that groups equal up to renaming share one function.
 //   3. The call replaces the last member; outputs keep their Value objects,
 //      so every later use stays valid.
@@ -126,7 +126,7 @@ std::string GroupOutliner::makeFunction(const std::vector<Binding *> &members,
     outlined->attrs.set(entry.name, entry.value);
   outlined->attrs.set("primitive", Attr::makeBool(true));
   outlined->body.push_back({nullptr, std::move(body)});
-  // The sharing key: the function printed with placeholder names.
+  // The sharing key: the function printed with v0, v1, ... for its names.
   std::vector<std::pair<Value *, std::string>> names;
   for (auto &param : outlined->params)
     names.push_back({param.get(), param->name});

@@ -8,7 +8,8 @@
 //      a wildcard binds any value (a name bound twice must see the same
 //      value); an op node needs a binding of the block with one of its op
 //      names, the listed attributes (absent ones take the op's default) and
-//      matching operands (`...` lets more follow); `add` and `multiply`
+//      matching operands (`...` lets more follow; a wildcard matches a literal
+//      operand too, with no value); `add` and `multiply`
 //      also try their operands swapped; a `get` node needs a `get` with the
 //      same index of a matching tuple; a literal node needs an equal
 //      literal operand. A failed branch restores the bindings it made.
@@ -87,6 +88,7 @@ public:
     for (const auto &binding : block.bindings)
       inBlock.insert(binding.get());
     values.assign(pattern.nodes.size(), nullptr);
+    literals.assign(pattern.nodes.size(), false);
   }
 
   bool matchValue(int nodeIndex, const Value *value) {
@@ -106,10 +108,12 @@ public:
       if (binding->kind != ExprKind::Get || binding->tupleIndex != node.tupleIndex)
         return false;
       std::vector<const Value *> saved = values;
+    std::vector<bool> savedLiterals = literals;
       values[nodeIndex] = value;
       if (matchOperand(node.operands.front(), binding->operands.front()))
         return true;
       values = saved;
+      literals = savedLiterals;
       return false;
     }
     if (binding->kind != ExprKind::Op || !llvm::is_contained(node.opNames, binding->callee))
@@ -126,21 +130,25 @@ public:
     if (node.variadic ? actual < fixed : actual != fixed)
       return false;
     std::vector<const Value *> saved = values;
+    std::vector<bool> savedLiterals = literals;
     values[nodeIndex] = value;
     if (matchOperands(node.operands, *binding, false))
       return true;
     values = saved;
+      literals = savedLiterals;
     bool commutative = binding->callee == "add" || binding->callee == "multiply";
     if (commutative && fixed == 2 && actual == 2) {
       values[nodeIndex] = value;
       if (matchOperands(node.operands, *binding, true))
         return true;
       values = saved;
+      literals = savedLiterals;
     }
     return false;
   }
 
   std::vector<const Value *> values;
+  std::vector<bool> literals;
 
 private:
   bool matchOperands(const std::vector<int> &operands, const Binding &binding, bool swapped) {
@@ -154,9 +162,16 @@ private:
 
   bool matchOperand(int nodeIndex, const Operand &operand) {
     const PatternNode &node = pattern.nodes[nodeIndex];
-    if (operand.isLiteral())
+    if (operand.isLiteral()) {
+      // A wildcard matches a literal operand too (TVM's wildcard matches a
+      // constant); it then has no value, only `is_constant` holds for it.
+      if (node.kind == PatternNode::Wildcard && !values[nodeIndex]) {
+        literals[nodeIndex] = true;
+        return true;
+      }
       return node.kind == PatternNode::Literal && operand.literal.isNumber() &&
              node.literal.asDouble() == operand.literal.asDouble();
+    }
     if (node.kind == PatternNode::Literal)
       return false;
     return matchValue(nodeIndex, operand.value);
@@ -177,6 +192,7 @@ std::optional<PatternMatch> fusec::matchPattern(const DataflowPattern &pattern,
     return std::nullopt;
   PatternMatch match;
   match.values = matcher.values;
+  match.literals = matcher.literals;
   llvm::DenseSet<const Binding *> members;
   for (size_t n = 0; n < pattern.nodes.size(); ++n)
     if ((pattern.nodes[n].kind == PatternNode::Op || pattern.nodes[n].kind == PatternNode::Get) &&
@@ -283,8 +299,9 @@ static bool holds(const DataflowPattern &pattern, const PatternConstraint &const
   }
   case PatternConstraint::IsConstant: {
     const Value *value = match.values[constraint.node];
-    bool constant = value && value->definingBinding &&
-                    value->definingBinding->kind == ExprKind::Constant;
+    bool constant = (value && value->definingBinding &&
+                     value->definingBinding->kind == ExprKind::Constant) ||
+                    (!value && match.literals[constraint.node]);
     if (!constant)
       why = (value ? "%" + value->name : std::string("the value")) + " is not a constant";
     return constant;

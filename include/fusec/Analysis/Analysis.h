@@ -110,8 +110,10 @@ UseMap collectUses(const Function &function);
 
 /// A structural match of a pattern rooted at one binding.
 struct PatternMatch {
-  /// The value each pattern node matched (null for literal nodes).
+  /// The value each pattern node matched (null for literal nodes, and for a
+  /// wildcard that matched a literal operand: then `literals` is set).
   std::vector<const Value *> values;
+  std::vector<bool> literals;
   /// The bindings matched by op and `get` nodes (the group), in block order.
   std::vector<const Binding *> members;
 };

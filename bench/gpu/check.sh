@@ -12,15 +12,7 @@
 # Usage: bench/gpu/check.sh [RUNS]   (on a machine with an NVIDIA GPU)
 # Prints a Markdown table; the interpreter dominates the run time of the
 # large samples (minutes for the 4096x4096 exp chains at -O1).
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-runs=${1:-100}
-if [ ! -x build/bin/fusec ]; then
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEC_BUILD_TESTS=OFF >/dev/null
-  ninja -C build fusec fusec-run
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/setup.sh"
 echo "| sample | pipeline | launch statements | result | median ms | min ms |"
 echo "| --- | --- | --- | --- | --- | --- |"
 status=0

@@ -13,15 +13,7 @@
 #
 # Usage: bench/gpu/seed.sh [RUNS]   (on a machine with an NVIDIA GPU)
 # Prints a Markdown table for docs/performance.md.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-runs=${1:-100}
-if [ ! -x build/bin/fusec ]; then
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEC_BUILD_TESTS=OFF >/dev/null
-  ninja -C build fusec fusec-run
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/setup.sh"
 time_of() { # file [extra fusec-run args...] -> median ms, or "failed"
   local file=$1
   shift

@@ -97,6 +97,15 @@ bool fusec::loadTargetDesc(llvm::StringRef spec, TargetDesc &target, std::string
   return true;
 }
 
+bool fusec::loadTargetDesc(llvm::StringRef spec, TargetDesc &target, DiagEngine &diag,
+                           llvm::StringRef who) {
+  std::string error;
+  if (loadTargetDesc(spec, target, error))
+    return true;
+  diag.error({}, who + ": " + error);
+  return false;
+}
+
 double fusec::expressionWork(const KExpr &expr, const TargetDesc &target,
                              const std::map<std::string, const KStage *> &inlined) {
   double special = target.fp32FmaPerClockPerSM / target.specialFunctionPerClockPerSM;

@@ -279,6 +279,13 @@ const KBuffer *Kernel::findBuffer(llvm::StringRef bufferName) const {
   return nullptr;
 }
 
+const KStage *Kernel::findStage(llvm::StringRef buffer) const {
+  for (const KStage &stage : stages)
+    if (stage.buffer == buffer)
+      return &stage;
+  return nullptr;
+}
+
 Type Kernel::getResultType() const {
   const Attr *tupleResult = attrs.get("tuple_result");
   bool forceTuple = tupleResult && tupleResult->kind == Attr::Bool && tupleResult->boolValue;

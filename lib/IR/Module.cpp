@@ -10,6 +10,25 @@
 
 using namespace fusec;
 
+std::string fusec::uniqueValueName(llvm::StringRef base,
+                                   llvm::function_ref<bool(llvm::StringRef)> taken) {
+  auto isDigit = [](char c) { return c >= '0' && c <= '9'; };
+  bool digitsOnly = !base.empty() && llvm::all_of(base, isDigit);
+  std::string name = base.str();
+  if (!base.empty() && isDigit(base.front()) && !digitsOnly)
+    name = "v" + name;
+  if (!taken(name))
+    return name;
+  std::string stem = digitsOnly ? "v" + name : name;
+  if (digitsOnly && !taken(stem))
+    return stem;
+  for (int k = 1;; ++k) {
+    std::string candidate = stem + "_" + std::to_string(k);
+    if (!taken(candidate))
+      return candidate;
+  }
+}
+
 std::string Binding::headName() const {
   switch (kind) {
   case ExprKind::Op:

@@ -26,6 +26,10 @@ const StageSchedule *KSchedule::find(llvm::StringRef stage) const {
   return nullptr;
 }
 
+StageSchedule *KSchedule::find(llvm::StringRef stage) {
+  return const_cast<StageSchedule *>(static_cast<const KSchedule *>(this)->find(stage));
+}
+
 static std::string printMapping(const StageMapping &mapping) {
   if (mapping.kind == StageMapping::Tiles && mapping.mma)
     return "tiles(block_m = " + std::to_string(mapping.blockM) +

@@ -294,11 +294,8 @@ bool FuseByPattern::run(Module &module, PassContext &context) {
   prologueTarget.reset();
   if (getBoolOption("prologue-aware")) {
     TargetDesc target;
-    std::string error;
-    if (!loadTargetDesc(getStringOption("target"), target, error)) {
-      context.diag.error({}, "fuse-by-pattern: " + error);
+    if (!loadTargetDesc(getStringOption("target"), target, context.diag, getName()))
       return false;
-    }
     prologueTarget = target;
   }
   functionTable.clear();

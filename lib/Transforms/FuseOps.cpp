@@ -170,11 +170,8 @@ bool FuseOps::run(Module &module, PassContext &context) {
   prologueTarget.reset();
   if (getBoolOption("prologue")) {
     TargetDesc target;
-    std::string error;
-    if (!loadTargetDesc(getStringOption("target"), target, error)) {
-      context.diag.error({}, "fuse-ops: " + error);
+    if (!loadTargetDesc(getStringOption("target"), target, context.diag, getName()))
       return false;
-    }
     prologueTarget = target;
   }
   options.maxFusedOps = getIntOption("max-fused-ops");

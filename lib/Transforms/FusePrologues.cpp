@@ -53,16 +53,6 @@ int fusec::findContraction(const Module &module, const FusionGraph &graph,
   return -1;
 }
 
-/// Whether `load` (in the contraction operand expression `e`) reads `buffer`.
-static bool readsBuffer(const KExpr &e, llvm::StringRef buffer) {
-  if (e.kind == KExpr::Load && e.name == buffer)
-    return true;
-  for (const KExprPtr &arg : e.args)
-    if (arg && readsBuffer(*arg, buffer))
-      return true;
-  return false;
-}
-
 std::set<int> fusec::mergePrologues(const Module &module, const Function &function,
                                     const FusionGraph &graph, Partition &partition,
                                     const TargetDesc &target, PassContext &context) {
@@ -122,7 +112,7 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
         if (const Kernel *k = module.lookupKernel(graph.nodes[node].binding->callee))
           for (const KStage &stage : k->stages)
             work += expressionWork(*stage.body, target, {});
-      bool isA = readsBuffer(*contraction.x, kernel.inputs[i].name);
+      bool isA = loadsBuffer(*contraction.x, kernel.inputs[i].name);
       int64_t bytes = *elements * dtypeBytes(operand->type.getDType());
       PrologueCost estimate = estimatePrologue(work, *elements, bytes, isA ? n : m, target);
       int64_t rereads = estimate.rereads;

@@ -126,15 +126,9 @@ std::unique_ptr<Kernel> FuseTIR::buildKernel(const Module &module, const Functio
   llvm::DenseMap<const Value *, std::string> bufferOf;
   llvm::DenseMap<const Value *, KExprPtr> scalarOf;
   llvm::StringSet<> used;
-  auto fresh = [&](std::string name) {
-    // A FIR name is an identifier or a decimal number; `%7` + `_max` is
-    // neither, so a numeric base gets a letter first.
-    if (!name.empty() && std::isdigit(static_cast<unsigned char>(name[0])) &&
-        !std::all_of(name.begin(), name.end(), ::isdigit))
-      name = "v" + name;
-    std::string unique = name;
-    for (int k = 1; used.count(unique); ++k)
-      unique = name + "_" + std::to_string(k);
+  auto fresh = [&](const std::string &name) {
+    std::string unique =
+        uniqueValueName(name, [&](llvm::StringRef candidate) { return used.count(candidate); });
     used.insert(unique);
     return unique;
   };

@@ -209,9 +209,9 @@ GroupOutliner::Result GroupOutliner::outline(const std::vector<Binding *> &membe
     for (Value *output : outputs)
       types.push_back(output->type);
     // Unique in the function: a shared function may be called twice.
-    std::string name = result.function + "_result";
-    for (int suffix = 1; usedNames.count(name); ++suffix)
-      name = result.function + "_result_" + std::to_string(suffix);
+    std::string name = uniqueValueName(result.function + "_result", [&](llvm::StringRef n) {
+      return usedNames.count(n.str());
+    });
     usedNames.insert(name);
     call->result->name = name;
     call->result->type = Type::tuple(types);
@@ -354,13 +354,9 @@ bool fusec::liftTensorConstants(Module &module, Function &function) {
         copy->kind = ExprKind::Constant;
         copy->constant = std::make_unique<ConstantData>(*constant->constant);
         copy->result = std::make_unique<Value>();
-        // `%6` + `_1` is not a FIR name: a numeric base gets a letter.
-        std::string base = constant->getResult()->name;
-        if (llvm::all_of(base, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-          base = "c" + base;
-        std::string name = base;
-        for (int k = 1; names.count(name); ++k)
-          name = base + "_" + std::to_string(k);
+        std::string name = uniqueValueName(
+            constant->getResult()->name,
+            [&](llvm::StringRef candidate) { return names.count(candidate.str()); });
         names.insert(name);
         copy->result->name = name;
         copy->result->type = constant->getType();

@@ -49,11 +49,8 @@ public:
     ScheduleCostContext cost;
     cost.pass = &context;
     if (costModel == "roofline") {
-      std::string error;
-      if (!loadTargetDesc(getStringOption("target"), target, error)) {
-        context.diag.error({}, "schedule: " + error);
+      if (!loadTargetDesc(getStringOption("target"), target, context.diag, getName()))
         return false;
-      }
       cost.target = &target;
     } else if (costModel != "none") {
       context.diag.error({}, "schedule: unknown cost-model '" + costModel +

@@ -36,13 +36,6 @@ struct Candidate {
 };
 } // namespace
 
-static const KStage *findStage(const Kernel &kernel, llvm::StringRef buffer) {
-  for (const KStage &stage : kernel.stages)
-    if (stage.buffer == buffer)
-      return &stage;
-  return nullptr;
-}
-
 /// The loads of internal spatial stages in `expr` that broadcast: each index
 /// is a distinct variable of the output or 0 on a dim of size 1, and at
 /// least one is 0. `leading` is k when the variables are exactly the
@@ -51,7 +44,7 @@ static void findBroadcastLoads(const Kernel &kernel, const KExpr &expr, const KS
                                std::vector<Candidate> &found) {
   if (expr.kind == KExpr::Load) {
     const KBuffer *buffer = kernel.findBuffer(expr.name);
-    const KStage *stage = findStage(kernel, expr.name);
+    const KStage *stage = kernel.findStage(expr.name);
     bool internal = buffer && buffer->role == KBuffer::Internal && stage &&
                     !stage->isReduction() && expr.args.size() == root.spatialVars.size();
     const Shape &shape = internal ? buffer->type.getShape() : Shape();
@@ -92,7 +85,7 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
                                     const ScheduleCostContext &cost) {
   if (kernel.outputs.size() != 1)
     return;
-  const KStage *root = findStage(kernel, kernel.outputs.front().name);
+  const KStage *root = kernel.findStage(kernel.outputs.front().name);
   const Type &rootType = kernel.outputs.front().type;
   int64_t rootElements = staticElements(rootType);
   if (!root || rootType.getRank() < 2 || rootElements <= 0)
@@ -112,10 +105,7 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
   for (const KBuffer &input : kernel.inputs)
     if (int64_t elements = staticElements(input.type); elements > 0)
       rootBytes += elements * dtypeBytes(input.type.getDType());
-  StageSchedule *rootEntry = nullptr;
-  for (StageSchedule &entry : schedule.stages)
-    if (entry.stage == root->buffer)
-      rootEntry = &entry;
+  StageSchedule *rootEntry = schedule.find(root->buffer);
   size_t rowsLeading = 0; // the k of the compute_at candidates
   for (const Candidate &candidate : candidates) {
     const KBuffer *buffer = kernel.findBuffer(candidate.stage->buffer);
@@ -133,10 +123,7 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
         *cost.target, inlined);
     if (estimate.choice == "compute_at" && rowsLeading && rowsLeading != candidate.leading)
       estimate.choice = estimate.materializeUs < estimate.inlineUs ? "materialize" : "inline";
-    StageSchedule *entry = nullptr;
-    for (StageSchedule &e : schedule.stages)
-      if (e.stage == candidate.stage->buffer)
-        entry = &e;
+    StageSchedule *entry = schedule.find(candidate.stage->buffer);
     if (estimate.choice == "compute_at") {
       rowsLeading = candidate.leading;
       entry->placement = StageSchedule::ComputeAt;

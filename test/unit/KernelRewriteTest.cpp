@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include <functional>
 
 using namespace fusec;
@@ -102,4 +104,14 @@ TEST_CASE("classifyLaneAccess", "[ir][rewrite]") {
   CHECK(classifyLaneAccess({v("bx"), foldIndex(KExpr::Add, lane, c(1))}, f32x64, "v", 4) ==
         LaneAccess::Gather);
   CHECK(classifyLaneAccess({v("v"), c(0)}, f32x64, "v", 4) == LaneAccess::Gather);
+}
+
+TEST_CASE("uniqueValueName gives names that read back", "[ir]") {
+  std::set<std::string> used = {"x", "x_1", "7", "v7", "7_max"};
+  auto taken = [&](llvm::StringRef name) { return used.count(name.str()) > 0; };
+  CHECK(uniqueValueName("y", taken) == "y");
+  CHECK(uniqueValueName("x", taken) == "x_2");
+  CHECK(uniqueValueName("8", taken) == "8");        // a free number stays one
+  CHECK(uniqueValueName("7", taken) == "v7_1");     // never %7_1
+  CHECK(uniqueValueName("7_max", taken) == "v7_max"); // %7_max is not a name
 }

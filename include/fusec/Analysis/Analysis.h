@@ -154,6 +154,10 @@ bool parseTargetDesc(llvm::StringRef json, TargetDesc &target, std::string &erro
 /// The description of `spec`: a shipped target (`sm_80`, `sm_86`, `sm_89`,
 /// `sm_90`, `h200`) or a JSON file path.
 bool loadTargetDesc(llvm::StringRef spec, TargetDesc &target, std::string &error);
+/// The same for a pass option: a failure is reported on `diag` as
+/// "<who>: <why>".
+bool loadTargetDesc(llvm::StringRef spec, TargetDesc &target, DiagEngine &diag,
+                    llvm::StringRef who);
 
 /// Scalar work of one evaluation of an expression, in FP32-FMA issue slots
 /// of the target: arithmetic, comparisons and selects cost 1, special

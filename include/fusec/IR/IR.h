@@ -15,6 +15,7 @@
 
 #include "fusec/Support/Support.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/SMLoc.h"
 
@@ -301,6 +302,13 @@ public:
 //===----------------------------------------------------------------------===//
 // Semantic checks
 //===----------------------------------------------------------------------===//
+
+/// `base`, or else `base_1`, `base_2`, ...: the first name `taken` does not
+/// claim, always one that reads back as a `%name` (a name starting with a
+/// digit is all digits or gets a `v` first: `%7` taken gives `%v7`, since
+/// `%7_1` is not a name).
+std::string uniqueValueName(llvm::StringRef base,
+                            llvm::function_ref<bool(llvm::StringRef)> taken);
 
 /// Infers the type of every binding and checks it against a written type.
 /// Emits located diagnostics; returns false on the first error.

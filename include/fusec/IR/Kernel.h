@@ -172,6 +172,7 @@ struct KSchedule {
   std::vector<StageSchedule> stages; // one per stage, in stage order
   bool empty() const { return rule.empty() && stages.empty(); }
   const StageSchedule *find(llvm::StringRef stage) const;
+  StageSchedule *find(llvm::StringRef stage);
 };
 
 //===----------------------------------------------------------------------===//
@@ -234,6 +235,8 @@ struct Kernel {
   bool isLowered() const { return !launches.empty(); }
 
   const KBuffer *findBuffer(llvm::StringRef name) const;
+  /// The stage that writes `buffer`, or null.
+  const KStage *findStage(llvm::StringRef buffer) const;
   /// The result type of `call_kernel`: one output is a tensor, several a
   /// tuple; `attributes {tuple_result = true}` makes one output a 1-tuple
   /// (`split` into one section).

@@ -262,3 +262,27 @@ func @f(%x: f16[4], %i: i32[4], %c: bool[4]) -> f16[4] {
   CHECK(parsed.binding("v")->operands[0].literal.kind == Attr::Bool);
   CHECK(std::isinf(parsed.binding("m")->operands[1].literal.floatValue));
 }
+
+TEST_CASE("the verifier rejects a value name that would not parse back", "[parser]") {
+  test::Parsed parsed(R"FIR(
+func @main(%x: f32[4]) -> f32[4] {
+  dataflow {
+    %7 = exp(%x)
+    output %7
+  }
+  return %7
+}
+)FIR");
+  REQUIRE(parsed.module);
+  llvm::SourceMgr sourceMgr;
+  DiagEngine diag(sourceMgr);
+  std::vector<std::string> messages;
+  diag.setHandler([&](const llvm::SMDiagnostic &d) { messages.push_back(d.getMessage().str()); });
+  CHECK(verifyModule(*parsed.module, diag));
+  // What a pass that appends a suffix to a numeric name would write.
+  parsed.module->functions.front()->forEachBinding(
+      [](Binding &binding) { binding.getResult()->name = "7_1"; });
+  CHECK_FALSE(verifyModule(*parsed.module, diag));
+  REQUIRE(!messages.empty());
+  CHECK(llvm::StringRef(messages.back()).contains("'%7_1' is not a value name that parses back"));
+}

@@ -34,7 +34,7 @@ using namespace fusec;
 /// convolution legalized: one output stage that is a contraction).
 static bool contractionOf(const Kernel &kernel, Contraction &contraction) {
   for (const KStage &stage : kernel.stages)
-    if (analyzeContraction(stage, contraction))
+    if (analyzeContraction(kernel, stage, contraction))
       return true;
   return false;
 }
@@ -69,14 +69,8 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
     const Kernel &kernel = *module.lookupKernel(call.callee);
     Contraction contraction;
     contractionOf(kernel, contraction);
-    const Type &outType = kernel.findBuffer(contraction.stage->buffer)->type;
-    auto extent = [&](const std::vector<size_t> &dims) {
-      int64_t size = 1;
-      for (size_t d : dims)
-        size *= outType.getShape()[d].isStatic() ? outType.getShape()[d].size : 4096;
-      return size;
-    };
-    int64_t m = extent(contraction.m), n = extent(contraction.n);
+    int64_t m = contraction.extent(contraction.m, 4096),
+            n = contraction.extent(contraction.n, 4096);
     for (size_t i = 0; i < call.operands.size() && i < kernel.inputs.size(); ++i) {
       const Value *operand = call.operands[i].value;
       if (!operand || !operand->definingBinding)

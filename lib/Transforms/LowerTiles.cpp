@@ -42,7 +42,7 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
       core = &stage;
   }
   Contraction contraction;
-  if (!core || !analyzeContraction(*core, contraction))
+  if (!core || !analyzeContraction(kernel, *core, contraction))
     return error(entry.loc, "tiles need a contraction (a sum of products of two operands, "
                             "each read by some outputs only) at '%" + root.buffer + "'");
   if (core != &root) {
@@ -51,11 +51,10 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
       return error(entry.loc, "the epilogue '%" + root.buffer + "' must read '%" + core->buffer +
                                   "' at its own index");
   }
-  const Shape &shape = kernel.findBuffer(core->buffer)->type.getShape();
   auto extentsAt = [&](const std::vector<size_t> &dims) {
     std::vector<KExprPtr> extents;
     for (size_t d : dims)
-      extents.push_back(dimExpr(shape[d]));
+      extents.push_back(dimExpr(contraction.extents[d]));
     return extents;
   };
   std::vector<KExprPtr> batchExtents = extentsAt(contraction.batch),
@@ -167,9 +166,9 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
       KExprPtr k = add(mul(kTile, cnst(bk)), isA ? inner : outer);
       KExprPtr mn = add(mul(isA ? tileM : tileN, cnst(isA ? bm : bn)), isA ? outer : inner);
       std::map<std::string, KExprPtr> bindings;
-      bind(bindings, contraction.batch, batchExtents, batch, core->spatialVars);
+      bind(bindings, contraction.batch, batchExtents, batch, contraction.vars);
       bind(bindings, isA ? contraction.m : contraction.n, isA ? mExtents : nExtents, mn,
-           core->spatialVars);
+           contraction.vars);
       bind(bindings, kDims, kExtents, k, kNames);
       KExprPtr operand = substituteVars(isA ? contraction.x : contraction.y, bindings);
       KExprPtr inside = KExpr::binary(KExpr::And, lt(mn, isA ? totalM : totalN), lt(k, totalK));
@@ -335,13 +334,13 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   }
   DType coreDType = kernel.findBuffer(core->buffer)->type.getDType();
   std::map<std::string, KExprPtr> coreBindings;
-  bind(coreBindings, contraction.batch, batchExtents, batch, core->spatialVars);
-  bind(coreBindings, contraction.m, mExtents, m, core->spatialVars);
-  bind(coreBindings, contraction.n, nExtents, n, core->spatialVars);
+  bind(coreBindings, contraction.batch, batchExtents, batch, contraction.vars);
+  bind(coreBindings, contraction.m, mExtents, m, contraction.vars);
+  bind(coreBindings, contraction.n, nExtents, n, contraction.vars);
   std::vector<KExprPtr> coords;
   std::map<std::string, KExprPtr> rootBindings;
   for (size_t d = 0; d < core->spatialVars.size(); ++d) {
-    coords.push_back(coreBindings.at(core->spatialVars[d]));
+    coords.push_back(substituteVars(contraction.spatialOf[d], coreBindings));
     rootBindings[root.spatialVars[d]] = coords.back();
   }
   bool ok = true;

@@ -6,7 +6,9 @@
 // add, cast), every other internal stage being spatial (inlined: into the
 // operands as prologues, into the epilogue). The contraction is seen as a
 // batched GEMM (analyzeContraction): matmul's M and N, a convolution's
-// (batch, height, width) x (output channels), K its reduction domain.
+// (batch, height, width) x (output channels), K its reduction domain; a
+// grouped convolution's groups are a batch dimension and its channels per
+// group N (a depthwise one, N = 1 per group, is left to the fallback).
 //
 // Schedule:
 //   1. spatial internals: inline;
@@ -36,7 +38,46 @@ static void collectVarsOfLoads(const KExpr &e, std::set<std::string> &vars) {
       collectVarsOfLoads(*arg, vars);
 }
 
-bool fusec::analyzeContraction(const KStage &stage, Contraction &contraction) {
+/// Whether every use of `var` in `e` is `floordiv(var, f)` for one constant
+/// f > 0 (a grouped convolution's input channel base); sets `factor`.
+static bool onlyAsGroup(const KExpr &e, const std::string &var, int64_t &factor) {
+  if (e.kind == KExpr::Var)
+    return e.name != var;
+  if (e.kind == KExpr::FloorDiv && e.args[0]->kind == KExpr::Var && e.args[0]->name == var &&
+      e.args[1]->kind == KExpr::IntConst && e.args[1]->intValue > 0) {
+    if (factor && factor != e.args[1]->intValue)
+      return false;
+    factor = e.args[1]->intValue;
+    return true;
+  }
+  for (const KExprPtr &arg : e.args)
+    if (arg && !onlyAsGroup(*arg, var, factor))
+      return false;
+  return true;
+}
+
+/// `e` with `floordiv(var, factor)` replaced by `group`.
+static KExprPtr replaceGroup(const KExprPtr &e, const std::string &var, const KExprPtr &group) {
+  if (e->kind == KExpr::FloorDiv && e->args[0]->kind == KExpr::Var && e->args[0]->name == var)
+    return group;
+  if (e->args.empty())
+    return e;
+  auto copy = std::make_shared<KExpr>(*e);
+  for (KExprPtr &arg : copy->args)
+    if (arg)
+      arg = replaceGroup(arg, var, group);
+  return copy;
+}
+
+int64_t Contraction::extent(const std::vector<size_t> &dims, int64_t symbolic) const {
+  int64_t total = 1;
+  for (size_t d : dims)
+    total *= extents[d].isSymbolic() ? symbolic : extents[d].size;
+  return total;
+}
+
+bool fusec::analyzeContraction(const Kernel &kernel, const KStage &stage,
+                               Contraction &contraction) {
   if (stage.combiner != "add" || stage.reduceVars.empty())
     return false;
   const KExpr *body = stage.body.get();
@@ -45,14 +86,51 @@ bool fusec::analyzeContraction(const KStage &stage, Contraction &contraction) {
   KExprPtr x = body->args[0], y = body->args[1];
   if (!hasLoad(*x) || !hasLoad(*y))
     return false;
-  std::set<std::string> xVars, yVars;
+  const KBuffer *buffer = kernel.findBuffer(stage.buffer);
+  if (!buffer || buffer->type.getShape().size() != stage.spatialVars.size())
+    return false;
+  const Shape &shape = buffer->type.getShape();
+  std::set<std::string> xVars, yVars, taken;
   collectVarsOfLoads(*x, xVars);
   collectVarsOfLoads(*y, yVars);
+  taken.insert(xVars.begin(), xVars.end());
+  taken.insert(yVars.begin(), yVars.end());
+  taken.insert(stage.spatialVars.begin(), stage.spatialVars.end());
+  auto fresh = [&](std::string name) {
+    while (taken.count(name))
+      name += "_";
+    taken.insert(name);
+    return name;
+  };
   contraction = Contraction();
   contraction.stage = &stage;
   for (size_t d = 0; d < stage.spatialVars.size(); ++d) {
-    bool inX = xVars.count(stage.spatialVars[d]), inY = yVars.count(stage.spatialVars[d]);
-    (inX && !inY ? contraction.m : !inX && inY ? contraction.n : contraction.batch).push_back(d);
+    const std::string &var = stage.spatialVars[d];
+    bool inX = xVars.count(var), inY = yVars.count(var);
+    int64_t factor = 0;
+    if (inX && inY && shape[d].isStatic() && onlyAsGroup(*x, var, factor) && factor >= 1 &&
+        shape[d].size % factor == 0) {
+      // A grouped convolution's channel: c = g * f + j, g batch, j N.
+      std::string group = fresh(var + "g"), within = fresh(var + "j");
+      KExprPtr g = KExpr::var(group), j = KExpr::var(within);
+      KExprPtr whole = foldIndex(KExpr::Add, foldIndex(KExpr::Mul, g, KExpr::intConst(factor)), j);
+      x = replaceGroup(x, var, g);
+      y = substituteVars(y, {{var, whole}});
+      contraction.batch.push_back(contraction.vars.size());
+      contraction.vars.push_back(group);
+      contraction.extents.push_back(Dim::of(shape[d].size / factor));
+      contraction.n.push_back(contraction.vars.size());
+      contraction.vars.push_back(within);
+      contraction.extents.push_back(Dim::of(factor));
+      contraction.spatialOf.push_back(whole);
+      contraction.groups *= shape[d].size / factor;
+      continue;
+    }
+    (inX && !inY ? contraction.m : !inX && inY ? contraction.n : contraction.batch)
+        .push_back(contraction.vars.size());
+    contraction.vars.push_back(var);
+    contraction.extents.push_back(shape[d]);
+    contraction.spatialOf.push_back(KExpr::var(var));
   }
   if (contraction.m.empty() || contraction.n.empty())
     return false;
@@ -107,19 +185,16 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::strin
     return why = "the output reads '%" + core->buffer + "' other than at its own index", false;
   }
   Contraction contraction;
-  if (!analyzeContraction(*core, contraction))
+  if (!analyzeContraction(kernel, *core, contraction))
     return why = "'%" + core->buffer + "' is not a contraction", false;
-  // Static M and N below 16 (a matrix-vector product) leave tiles idle.
-  const Shape &shape = kernel.findBuffer(core->buffer)->type.getShape();
-  auto extent = [&](const std::vector<size_t> &dims) {
-    int64_t total = 1;
-    for (size_t d : dims)
-      total *= shape[d].isSymbolic() ? 1024 : shape[d].size;
-    return total;
-  };
+  // Static M and N below 16 (a matrix-vector product, a depthwise
+  // convolution) leave tiles idle.
+  auto extent = [&](const std::vector<size_t> &dims) { return contraction.extent(dims, 1024); };
   int64_t m = extent(contraction.m), n = extent(contraction.n);
   if (m < 16 || n < 16)
-    return why = "M = " + std::to_string(m) + ", N = " + std::to_string(n) + ": below 16", false;
+    return why = "M = " + std::to_string(m) + ", N = " + std::to_string(n) +
+                 (contraction.groups > 1 ? " per group" : "") + ": below 16",
+           false;
   schedule.rule = "matmul";
   for (const KStage &stage : kernel.stages) {
     StageSchedule entry;
@@ -132,6 +207,8 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::strin
                     (contraction.xDType == DType::f16 || contraction.xDType == DType::bf16) &&
                     core->accumulate == DType::f32 && core->body->dtype == DType::f32;
       why = "a contraction, M = " + std::to_string(m) + ", N = " + std::to_string(n);
+      if (contraction.groups > 1)
+        why += " per group, " + std::to_string(contraction.groups) + " groups";
       if (halves && m >= 32 && n >= 32) {
         why += ", f16/bf16 operands: tensor cores";
         // Tensor cores: mma.sync m16n8k16 per warp.

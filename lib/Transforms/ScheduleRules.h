@@ -34,19 +34,29 @@ bool readsAtOwnIndex(const KExpr &body, llvm::StringRef producer,
 
 /// A contraction `out[s] = sum_r X(s, r) * Y(s, r)` seen as a (batched)
 /// GEMM: spatial variables that only X's loads use are M, only Y's are N,
-/// both are batch; K is the reduction domain. The operands are kept as
-/// expressions (anything inlined into them, a prologue, comes along);
-/// `xDType`/`yDType` are what a tile holds: the operand before its
-/// conversion to the accumulation dtype, which is applied as the tile is
-/// read.
+/// both are batch; K is the reduction domain. A grouped convolution's
+/// output channel `c` is read by X only as `floordiv(c, f)` (its group) and
+/// by Y whole: it is split into `c = g * f + j`, the group `g` a batch
+/// variable and `j` (the channel within the group) an N variable. The
+/// operands are kept as expressions over `vars` (anything inlined into
+/// them, a prologue, comes along); `xDType`/`yDType` are what a tile holds:
+/// the operand before its conversion to the accumulation dtype, which is
+/// applied as the tile is read.
 struct Contraction {
   const KStage *stage = nullptr;
-  std::vector<size_t> batch, m, n; // positions in stage->spatialVars
-  KExprPtr x, y;                   // operands, before the conversions
+  std::vector<std::string> vars;     // the GEMM's spatial variables
+  std::vector<Dim> extents;          // and their extents
+  std::vector<KExprPtr> spatialOf;   // each of stage->spatialVars over `vars`
+  std::vector<size_t> batch, m, n;   // positions in `vars`
+  KExprPtr x, y;                     // operands, before the conversions
   DType xDType = DType::f32, yDType = DType::f32;
+  int64_t groups = 1;                // a grouped convolution's groups
+
+  /// The product of `dims`' extents, a symbolic one counted as `symbolic`.
+  int64_t extent(const std::vector<size_t> &dims, int64_t symbolic) const;
 };
 /// Recognizes a contraction (ScheduleMatmul.cpp); needs M and N non-empty.
-bool analyzeContraction(const KStage &stage, Contraction &contraction);
+bool analyzeContraction(const Kernel &kernel, const KStage &stage, Contraction &contraction);
 
 /// What the cost-aware choices need: the target (null: TVM's choices, every
 /// spatial internal stage inlined) and where to explain them.

@@ -12,6 +12,7 @@
 #include "Backend.h"
 #include "fusec/Driver/Driver.h"
 #include "fusec/Exec/Exec.h"
+#include "fusec/Import/Import.h"
 #include "fusec/Parser/Parser.h"
 #include "fusec/Pass/Pass.h"
 #include "fusec/Printer/Printer.h"
@@ -27,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <limits>
 #include <set>
 
 using namespace fusec;
@@ -35,7 +37,7 @@ namespace cl = llvm::cl;
 namespace {
 cl::OptionCategory fusecCategory("fusec options");
 
-cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .fir file, or - for stdin>"),
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .fir file, .onnx model, or - for stdin>"),
                                cl::cat(fusecCategory));
 cl::opt<std::string> outputFile("o", cl::desc("Output file (- for stdout); the kind follows the extension"),
                                 cl::value_desc("file"), cl::init("-"), cl::cat(fusecCategory));
@@ -95,6 +97,7 @@ cl::opt<std::string> launcherFile("launcher", cl::desc("Also write the host laun
                                                        "FILE.h and <module>.manifest.json"),
                                    cl::value_desc("FILE.cpp"), cl::cat(fusecCategory));
 cl::opt<bool> listPasses("list-passes", cl::desc("List the registered passes and exit"), cl::cat(fusecCategory));
+cl::opt<bool> listONNXOps("list-onnx-ops", cl::desc("List the ONNX operators the importer maps and exit"), cl::cat(fusecCategory));
 } // namespace
 
 static int usageError(const llvm::Twine &message) {
@@ -236,6 +239,11 @@ static Instrumentation makeInstrumentation() {
 }
 
 /// Parses, transforms and prints one chunk. Returns an exit code.
+static int processModule(Module &module, DiagEngine &diag, const PassManager &pipeline,
+                         Instrumentation inst, FusionReport *report, std::string &moduleName,
+                         const std::string &emit, std::string &output,
+                         std::vector<ExtraStatistic> &backendStats);
+
 static int processChunk(const std::string &text, llvm::StringRef bufferName,
                         const PassManager &pipeline, Instrumentation inst,
                         FusionReport *report, std::string &moduleName,
@@ -251,6 +259,43 @@ static int processChunk(const std::string &text, llvm::StringRef bufferName,
   auto module = parseModule(sourceMgr, id, diag, directory.empty() ? "." : directory);
   if (!module)
     return ExitInputError;
+  return processModule(*module, diag, pipeline, inst, report, moduleName, emit, output,
+                       backendStats);
+}
+
+/// Imports an ONNX model and compiles it; the weights of a `.fir` output
+/// are written beside it (`<stem>.weights/*.npy`), or inlined on stdout.
+static int processONNX(const PassManager &pipeline, Instrumentation inst, FusionReport *report,
+                       std::string &moduleName, const std::string &emit, std::string &output,
+                       std::vector<ExtraStatistic> &backendStats) {
+  ONNXImportOptions options;
+  bool firFile = emit == "fir" && outputFile != "-" && outputFile != "/dev/null";
+  if (firFile)
+    options.weightsDirectory = llvm::sys::path::stem(outputFile).str() + ".weights";
+  else if (emit == "fir")
+    options.inlineElements = std::numeric_limits<int64_t>::max();
+  std::string error;
+  std::unique_ptr<Module> module = importONNX(inputFile, options, error);
+  if (!module)
+    return inputError(error);
+  llvm::SourceMgr sourceMgr;
+  DiagEngine diag(sourceMgr);
+  int code = processModule(*module, diag, pipeline, inst, report, moduleName, emit, output,
+                           backendStats);
+  if (code == ExitSuccess && firFile) {
+    std::string directory = llvm::sys::path::parent_path(outputFile).str();
+    std::string problem = writeImportedWeights(*module, directory.empty() ? "." : directory);
+    if (!problem.empty())
+      return inputError(problem);
+  }
+  return code;
+}
+
+static int processModule(Module &moduleRef, DiagEngine &diag, const PassManager &pipeline,
+                         Instrumentation inst, FusionReport *report, std::string &moduleName,
+                         const std::string &emit, std::string &output,
+                         std::vector<ExtraStatistic> &backendStats) {
+  Module *module = &moduleRef;
   if (!module->name.empty())
     moduleName = module->name;
   std::vector<TensorData> inputs, reference;
@@ -409,8 +454,13 @@ int fusec::driverMain(int argc, char **argv) {
     llvm::outs() << describePasses();
     return ExitSuccess;
   }
+  if (listONNXOps) {
+    for (const std::string &name : supportedONNXOps())
+      llvm::outs() << name << "\n";
+    return ExitSuccess;
+  }
   if (inputFile.empty())
-    return usageError("no input file; give a .fir file, or - to read stdin");
+    return usageError("no input file; give a .fir file, an .onnx model, or - to read stdin");
   if (!setLogLevel(logLevel))
     return usageError("--log-level must be trace, debug, info, warn, error or off");
   if (!debugOnly.empty())
@@ -450,9 +500,9 @@ int fusec::driverMain(int argc, char **argv) {
     return inputError("cannot read '" + inputFile + "': " +
                       bufferOrError.getError().message());
   llvm::StringRef bufferName = inputFile == "-" ? "<stdin>" : llvm::StringRef(inputFile);
-  if (llvm::sys::path::extension(inputFile) == ".onnx")
-    return inputError("'" + inputFile + "': ONNX import is not available in "
-                      "this build of fusec yet");
+  bool isONNX = llvm::sys::path::extension(inputFile) == ".onnx";
+  if (isONNX && splitInputFile)
+    return usageError("--split-input-file reads .fir files, not ONNX models");
 
   std::vector<std::string> chunks =
       splitInputFile ? splitChunks((*bufferOrError)->getBuffer())
@@ -461,6 +511,11 @@ int fusec::driverMain(int argc, char **argv) {
   FusionReport report;
   FusionReport *reportPtr = fusionReport.empty() ? nullptr : &report;
   std::vector<ExtraStatistic> backendStats;
+  if (isONNX) {
+    chunks.clear();
+    exitCode = processONNX(*pipeline, makeInstrumentation(), reportPtr, moduleName, emit,
+                           output, backendStats);
+  }
   for (size_t i = 0; i < chunks.size(); ++i) {
     std::string chunkOutput;
     Instrumentation inst = makeInstrumentation();

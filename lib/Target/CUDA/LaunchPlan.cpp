@@ -303,15 +303,28 @@ private:
                   "' is not a matmul with a bias/relu/gelu_tanh epilogue that cuBLASLt runs");
     const Value *a = node->operands[0].value, *b = node->operands[1].value;
     bool transposeB = false;
-    if (const Binding *permute = defining(b)) {
+    if (const Binding *permute = defining(b); permute && permute->kind != ExprKind::Constant) {
       const Attr *axes = permute->attrs.get("axes");
-      if (permute->kind != ExprKind::Op || permute->callee != "permute_dims" || !axes ||
-          axes->list.size() != 2 || axes->list[0].intValue != 1 || axes->list[1].intValue != 0)
+      // No axes: the reverse, a transpose for a matrix.
+      bool transposes = permute->kind == ExprKind::Op && permute->callee == "permute_dims" &&
+                        (!axes ? permute->getType().getRank() == 2
+                               : axes->list.size() == 2 && axes->list[0].intValue == 1 &&
+                                     axes->list[1].intValue == 0);
+      if (!transposes)
         return fail(where + ": the matmul's second operand must be a parameter or its transpose");
       transposeB = true;
       b = permute->operands[0].value;
     }
     auto paramSlot = [&](const Value *v) -> int {
+      // A constant bound into the composite (bind-constants) is a plan
+      // constant.
+      if (const Binding *constant = defining(v);
+          constant && constant->kind == ExprKind::Constant) {
+        if (!constant->getType().getStaticNumElements())
+          return -1;
+        return addConstant(constant->constant->materialize(constant->getType()),
+                           constant->getResult()->name);
+      }
       for (size_t i = 0; i < composite->params.size(); ++i)
         if (composite->params[i].get() == v) {
           const Operand &operand = binding.operands[i];

@@ -1,0 +1,517 @@
+//===- ONNXImporter.cpp - ONNX models to fusec modules --------------------===//
+//
+// Contract: a ModelProto (opsets 13-17 of the default domain) becomes a
+// module with one function @main; every node is converted by its entry in
+// the operator table, or the import stops with a message naming the
+// operator type, the node and the opset. Nothing the file holds reaches an
+// assertion: sizes, indices and types are checked here or by the op
+// registry's inference, whose message is reported against the node.
+//
+// Algorithm:
+//   1. parse the file (protobuf-lite) and pick the default domain's opset;
+//   2. initializers become constants (TensorData, not yet bindings);
+//   3. the other graph inputs become parameters; a dim with a name becomes
+//      a symbolic dim of that (sanitized) name;
+//   4. each node, in file order: its converter reads inputs and attributes
+//      and emits bindings into the function's dataflow block; an attribute
+//      that no converter read is an error (never silently ignored);
+//   5. the graph outputs are returned (constants materialized), and the
+//      module is type-checked and verified as a whole.
+//
+//===----------------------------------------------------------------------===//
+#include "ONNXImporter.h"
+
+#include "fusec/Support/Support.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+using namespace fusec;
+using namespace fusec::onnximport;
+
+//===----------------------------------------------------------------------===//
+// NodeContext
+//===----------------------------------------------------------------------===//
+
+bool NodeContext::hasInput(size_t i) const {
+  return i < size_t(node.input_size()) && !node.input(int(i)).empty();
+}
+
+bool NodeContext::hasOutput(size_t i) const {
+  return i < size_t(node.output_size()) && !node.output(int(i)).empty();
+}
+
+bool NodeContext::fail(const llvm::Twine &message) {
+  if (importer.error.empty())
+    importer.error = "node '" + node.name() + "' (" + node.op_type() + ", opset " +
+                     std::to_string(opset) + "): " + message.str();
+  return false;
+}
+
+Value *NodeContext::input(size_t i) {
+  if (!hasInput(i)) {
+    fail("input " + llvm::Twine(i) + " is missing");
+    return nullptr;
+  }
+  const std::string &name = node.input(int(i));
+  auto found = importer.values.find(name);
+  if (found != importer.values.end())
+    return found->second;
+  if (importer.constants.count(name))
+    return importer.materialize(name);
+  auto shape = importer.shapes.find(name);
+  if (shape != importer.shapes.end()) {
+    for (const Dim &dim : shape->second.elements)
+      if (dim.isSymbolic()) {
+        fail("input '" + name + "' is a shape computation involving the symbolic dim '" +
+             dim.symbol + "'; only shape inputs (Reshape, Expand) may use it");
+        return nullptr;
+      }
+  }
+  fail("input '" + name + "' is not defined by an earlier node, an initializer or a graph input");
+  return nullptr;
+}
+
+const TensorData *NodeContext::constant(size_t i) const {
+  if (!hasInput(i))
+    return nullptr;
+  auto found = importer.constants.find(node.input(int(i)));
+  return found == importer.constants.end() ? nullptr : found->second.get();
+}
+
+std::optional<ShapeValue> NodeContext::shapeValue(size_t i) const {
+  if (!hasInput(i))
+    return std::nullopt;
+  auto found = importer.shapes.find(node.input(int(i)));
+  if (found != importer.shapes.end())
+    return found->second;
+  if (const TensorData *data = constant(i))
+    return shapeOfConstant(*data);
+  return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> NodeContext::ints(size_t i, const char *what) {
+  std::optional<ShapeValue> shape = shapeValue(i);
+  if (!shape || !shape->isStatic()) {
+    fail(llvm::Twine(what) + " (input " + llvm::Twine(i) +
+         ") must be a constant integer tensor; computed values are not supported");
+    return std::nullopt;
+  }
+  std::vector<int64_t> values;
+  for (const Dim &dim : shape->elements)
+    values.push_back(dim.size);
+  return values;
+}
+
+const Type *NodeContext::typeOf(size_t i) const {
+  if (!hasInput(i))
+    return nullptr;
+  auto found = importer.values.find(node.input(int(i)));
+  return found == importer.values.end() ? nullptr : &found->second->type;
+}
+
+const onnx::AttributeProto *NodeContext::findAttr(llvm::StringRef name) const {
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.name() == name)
+      return &attr;
+  return nullptr;
+}
+
+bool NodeContext::hasAttr(llvm::StringRef name) const { return findAttr(name) != nullptr; }
+
+int64_t NodeContext::attrInt(llvm::StringRef name, int64_t defaultValue) {
+  used.insert(name.str());
+  const onnx::AttributeProto *attr = findAttr(name);
+  return attr ? attr->i() : defaultValue;
+}
+
+double NodeContext::attrFloat(llvm::StringRef name, double defaultValue) {
+  used.insert(name.str());
+  const onnx::AttributeProto *attr = findAttr(name);
+  return attr ? attr->f() : defaultValue;
+}
+
+std::string NodeContext::attrString(llvm::StringRef name, std::string defaultValue) {
+  used.insert(name.str());
+  const onnx::AttributeProto *attr = findAttr(name);
+  return attr ? attr->s() : defaultValue;
+}
+
+std::optional<std::vector<int64_t>> NodeContext::attrInts(llvm::StringRef name) {
+  used.insert(name.str());
+  const onnx::AttributeProto *attr = findAttr(name);
+  if (!attr)
+    return std::nullopt;
+  return std::vector<int64_t>(attr->ints().begin(), attr->ints().end());
+}
+
+std::vector<double> NodeContext::attrFloats(llvm::StringRef name) {
+  used.insert(name.str());
+  const onnx::AttributeProto *attr = findAttr(name);
+  if (!attr)
+    return {};
+  return std::vector<double>(attr->floats().begin(), attr->floats().end());
+}
+
+const onnx::TensorProto *NodeContext::attrTensor(llvm::StringRef name) {
+  used.insert(name.str());
+  const onnx::AttributeProto *attr = findAttr(name);
+  return attr && attr->has_t() ? &attr->t() : nullptr;
+}
+
+std::optional<DType> NodeContext::dtypeOf(int64_t onnxType, const char *what) {
+  std::optional<DType> dtype = mapDType(onnxType);
+  if (!dtype)
+    fail(llvm::Twine(what) + " has element type " + onnxTypeName(onnxType) +
+         ", which fusec does not support");
+  return dtype;
+}
+
+Operand NodeContext::literal(double value, DType dtype) {
+  Operand operand;
+  operand.literal = isFloatDType(dtype) ? Attr::makeFloat(value)
+                    : dtype == DType::boolean ? Attr::makeBool(value != 0)
+                                              : Attr::makeInt(int64_t(value));
+  return operand;
+}
+
+Value *NodeContext::emit(llvm::StringRef op, std::vector<Operand> operands, Attrs attrs,
+                         llvm::StringRef nameHint) {
+  if (!importer.error.empty())
+    return nullptr;
+  for (const Operand &operand : operands)
+    if (!operand.isLiteral() && !operand.value)
+      return nullptr;
+  auto binding = std::make_unique<Binding>();
+  binding->kind = ExprKind::Op;
+  binding->callee = op.str();
+  binding->operands = std::move(operands);
+  binding->attrs = std::move(attrs);
+  std::string problem;
+  std::string hint = nameHint.empty() && node.output_size() ? node.output(0) : nameHint.str();
+  Value *value = importer.addBinding(std::move(binding), hint, problem);
+  if (!value)
+    fail(problem);
+  return value;
+}
+
+Value *NodeContext::emitConstant(TensorData data, llvm::StringRef nameHint) {
+  std::string name = nameHint.str();
+  while (importer.constants.count(name) || importer.values.count(name))
+    name += "_";
+  importer.constants[name] = std::make_shared<TensorData>(std::move(data));
+  return importer.materialize(name);
+}
+
+void NodeContext::define(size_t i, Value *value) {
+  if (hasOutput(i) && value)
+    importer.values[node.output(int(i))] = value;
+}
+
+void NodeContext::defineConstant(size_t i, TensorData data) {
+  if (!hasOutput(i))
+    return;
+  if (std::optional<ShapeValue> shape = shapeOfConstant(data))
+    importer.shapes[node.output(int(i))] = *shape;
+  importer.constants[node.output(int(i))] = std::make_shared<TensorData>(std::move(data));
+}
+
+void NodeContext::defineShape(size_t i, ShapeValue shape) {
+  if (!hasOutput(i))
+    return;
+  if (shape.isStatic())
+    return defineConstant(i, tensorOfShape(shape));
+  importer.shapes[node.output(int(i))] = std::move(shape);
+}
+
+//===----------------------------------------------------------------------===//
+// Importer
+//===----------------------------------------------------------------------===//
+
+/// `name` with every character a FIR name cannot hold replaced by '_'.
+static std::string sanitize(llvm::StringRef name, bool dimName) {
+  std::string text;
+  for (char c : name) {
+    bool ok = llvm::isAlnum(c) || c == '_' || (!dimName && (c == '.' || c == '-'));
+    text += ok ? c : '_';
+  }
+  size_t start = text.find_first_not_of('_');
+  text = start == std::string::npos ? "" : text.substr(start);
+  if (text.empty())
+    text = "v";
+  bool allDigits = llvm::all_of(text, llvm::isDigit);
+  if (!llvm::isAlpha(text[0]) && (dimName || !allDigits))
+    text = "v" + text;
+  return text;
+}
+
+std::string Importer::valueName(llvm::StringRef name) {
+  std::string result = uniqueValueName(sanitize(name, false), [&](llvm::StringRef candidate) {
+    return takenNames.count(candidate.str()) != 0;
+  });
+  takenNames.insert(result);
+  return result;
+}
+
+Value *Importer::addBinding(std::unique_ptr<Binding> binding, llvm::StringRef nameHint,
+                            std::string &problem) {
+  if (binding->kind == ExprKind::Op) {
+    normalizeOpAttrs(*binding);
+    llvm::SourceMgr sourceMgr;
+    DiagEngine diag(sourceMgr);
+    diag.setHandler([&](const llvm::SMDiagnostic &d) {
+      if (problem.empty())
+        problem = d.getMessage().str();
+    });
+    std::optional<Type> type = inferOpType(*binding, diag);
+    if (!type) {
+      if (problem.empty())
+        problem = "cannot type " + binding->callee;
+      return nullptr;
+    }
+    binding->result = std::make_unique<Value>();
+    binding->result->type = *type;
+  }
+  Value *value = binding->result.get();
+  value->name = valueName(nameHint);
+  value->definingBinding = binding.get();
+  block->bindings.push_back(std::move(binding));
+  return value;
+}
+
+/// Nested lists of `data`'s elements from dimension `dim` at `offset`.
+static Attr denseValue(const TensorData &data, size_t dim, int64_t &index) {
+  const std::vector<int64_t> &shape = data.getShape();
+  if (dim == shape.size()) {
+    int64_t i = index++;
+    switch (data.getDType()) {
+    case DType::boolean: return Attr::makeBool(data.getInt(i) != 0);
+    case DType::i8:
+    case DType::i32:
+    case DType::i64: return Attr::makeInt(data.getInt(i));
+    default: return Attr::makeFloat(data.get(i));
+    }
+  }
+  std::vector<Attr> items;
+  for (int64_t k = 0; k < shape[dim]; ++k)
+    items.push_back(denseValue(data, dim + 1, index));
+  return Attr::makeList(std::move(items));
+}
+
+Value *Importer::materialize(const std::string &name) {
+  auto found = values.find(name);
+  if (found != values.end())
+    return found->second;
+  std::shared_ptr<TensorData> data = constants.at(name);
+  auto binding = std::make_unique<Binding>();
+  binding->kind = ExprKind::Constant;
+  binding->constant = std::make_unique<ConstantData>();
+  ConstantData &constant = *binding->constant;
+  int64_t index = 0;
+  Shape shape;
+  for (int64_t dim : data->getShape())
+    shape.push_back(Dim::of(dim));
+  if (data->getShape().empty()) {
+    constant.form = ConstantData::Scalar;
+    constant.values.push_back(denseValue(*data, 0, index));
+  } else if (data->getNumElements() > 0 && data->getNumElements() <= options.inlineElements) {
+    constant.form = ConstantData::Dense;
+    constant.values.push_back(denseValue(*data, 0, index));
+  } else {
+    constant.form = ConstantData::File;
+    constant.fileContents = data;
+  }
+  binding->result = std::make_unique<Value>();
+  binding->result->type = Type::tensor(data->getDType(), shape);
+  binding->writtenType = binding->result->type;
+  std::string problem;
+  Value *value = addBinding(std::move(binding), name, problem);
+  ConstantData &placed = *value->definingBinding->constant;
+  if (placed.form == ConstantData::File)
+    placed.path = options.weightsDirectory + "/" + value->name + ".npy";
+  values[name] = value;
+  return value;
+}
+
+/// The FIR type of a graph input's ValueInfo, or an error.
+static std::optional<Type> typeOfInput(const onnx::ValueInfoProto &info, std::string &error) {
+  const onnx::TypeProto &type = info.type();
+  if (!type.has_tensor_type()) {
+    error = "graph input '" + info.name() + "' is not a tensor (sequences and maps are not supported)";
+    return std::nullopt;
+  }
+  std::optional<DType> dtype = mapDType(type.tensor_type().elem_type());
+  if (!dtype) {
+    error = "graph input '" + info.name() + "' has element type " +
+            onnxTypeName(type.tensor_type().elem_type()).str() +
+            ", which fusec does not support";
+    return std::nullopt;
+  }
+  if (!type.tensor_type().has_shape()) {
+    error = "graph input '" + info.name() + "' has no shape";
+    return std::nullopt;
+  }
+  Shape shape;
+  for (const onnx::TensorShapeProto::Dimension &dim : type.tensor_type().shape().dim()) {
+    if (dim.has_dim_value() && dim.dim_value() >= 0 && dim.dim_value() <= kMaxDimSize)
+      shape.push_back(Dim::of(dim.dim_value()));
+    else if (dim.has_dim_param() && !dim.dim_param().empty())
+      shape.push_back(Dim::named(sanitize(dim.dim_param(), true)));
+    else {
+      error = "graph input '" + info.name() + "' has dim " + std::to_string(shape.size()) +
+              " with neither a size nor a name";
+      return std::nullopt;
+    }
+  }
+  return Type::tensor(*dtype, shape);
+}
+
+static const std::vector<OpConverter> &converterTable() {
+  static const std::vector<OpConverter> table = [] {
+    std::vector<OpConverter> all;
+    registerMathOps(all);
+    registerNNOps(all);
+    registerTensorOps(all);
+    return all;
+  }();
+  return table;
+}
+
+bool Importer::run(const onnx::ModelProto &model) {
+  int64_t opset = -1;
+  for (const onnx::OperatorSetIdProto &entry : model.opset_import())
+    if (entry.domain().empty() || entry.domain() == "ai.onnx")
+      opset = entry.version();
+  if (opset < 13 || opset > 17) {
+    error = opset < 0 ? "the model imports no opset of the default ONNX domain"
+                      : "opset " + std::to_string(opset) +
+                            " is not supported: fusec imports opsets 13 to 17";
+    return false;
+  }
+  const onnx::GraphProto &graph = model.graph();
+  auto owned = std::make_unique<Function>();
+  function = owned.get();
+  function->name = "main";
+  module.functions.push_back(std::move(owned));
+  BodyItem item;
+  item.block = std::make_unique<DataflowBlock>();
+  item.block->hasOutputClause = true;
+  block = item.block.get();
+
+  for (const onnx::TensorProto &tensor : graph.initializer()) {
+    std::shared_ptr<TensorData> data = readTensor(tensor, modelDirectory, error);
+    if (!data)
+      return false;
+    constants[tensor.name()] = data;
+    if (std::optional<ShapeValue> shape = shapeOfConstant(*data))
+      shapes[tensor.name()] = *shape;
+  }
+  if (graph.sparse_initializer_size())
+    return error = "sparse initializers are not supported", false;
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    if (constants.count(input.name()))
+      continue; // an initializer listed as an input: a constant
+    std::optional<Type> type = typeOfInput(input, error);
+    if (!type)
+      return false;
+    auto param = std::make_unique<Value>();
+    param->name = valueName(input.name());
+    param->type = *type;
+    values[input.name()] = param.get();
+    function->params.push_back(std::move(param));
+  }
+
+  std::map<std::string, ConvertFn> byType;
+  for (const OpConverter &entry : converterTable())
+    byType[entry.opType] = entry.convert;
+  for (const onnx::NodeProto &node : graph.node()) {
+    NodeContext context(*this, node, opset);
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      return context.fail("operators of domain '" + node.domain() + "' are not supported");
+    auto converter = byType.find(node.op_type());
+    if (converter == byType.end())
+      return context.fail("unsupported ONNX operator '" + node.op_type() + "'");
+    if (!converter->second(context) || !error.empty())
+      return context.fail("cannot be converted");
+    for (const onnx::AttributeProto &attr : node.attribute())
+      if (!context.usedAttrs().count(attr.name()))
+        return context.fail("attribute '" + attr.name() + "' is not supported");
+    for (size_t i = 0; i < context.numOutputs(); ++i)
+      if (context.hasOutput(i) && !values.count(node.output(int(i))) &&
+          !constants.count(node.output(int(i))) && !shapes.count(node.output(int(i))))
+        return context.fail("output " + std::to_string(i) + " ('" + node.output(int(i)) +
+                            "') is not supported");
+  }
+
+  std::vector<Type> resultTypes;
+  for (const onnx::ValueInfoProto &output : graph.output()) {
+    Value *value = nullptr;
+    if (values.count(output.name()))
+      value = values[output.name()];
+    else if (constants.count(output.name()))
+      value = materialize(output.name());
+    if (!value)
+      return error = "graph output '" + output.name() +
+                     "' is not computed by the graph (or is a shape with a symbolic dim)",
+             false;
+    block->outputs.push_back(value);
+    function->returnValues.push_back(Operand::of(value));
+    resultTypes.push_back(value->type);
+  }
+  if (resultTypes.empty())
+    return error = "the graph has no outputs", false;
+  function->returnsTuple = resultTypes.size() > 1;
+  function->returnType = function->returnsTuple ? Type::tuple(resultTypes) : resultTypes[0];
+  function->body.push_back(std::move(item));
+
+  llvm::SourceMgr sourceMgr;
+  DiagEngine diag(sourceMgr);
+  std::string problem;
+  diag.setHandler([&](const llvm::SMDiagnostic &d) {
+    if (problem.empty())
+      problem = d.getMessage().str();
+  });
+  if (!inferTypes(module, diag) || !verifyModule(module, diag, "after the ONNX import"))
+    return error = "the imported module does not verify: " + problem, false;
+  return true;
+}
+
+std::unique_ptr<Module> fusec::importONNX(llvm::StringRef path, const ONNXImportOptions &options,
+                                          std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!buffer) {
+    error = "cannot read '" + path.str() + "': " + buffer.getError().message();
+    return nullptr;
+  }
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  onnx::ModelProto model;
+  google::protobuf::io::CodedInputStream stream(
+      reinterpret_cast<const uint8_t *>(bytes.data()), int(std::min<size_t>(bytes.size(), INT32_MAX)));
+  stream.SetTotalBytesLimit(INT32_MAX);
+  if (bytes.size() > size_t(INT32_MAX) || !model.ParseFromCodedStream(&stream) ||
+      !stream.ConsumedEntireMessage()) {
+    error = "'" + path.str() + "' is not an ONNX model (protobuf ModelProto) or is truncated";
+    return nullptr;
+  }
+  auto module = std::make_unique<Module>();
+  std::string directory = llvm::sys::path::parent_path(path).str();
+  module->sourceDirectory = directory.empty() ? "." : directory;
+  Importer importer(*module, options, module->sourceDirectory);
+  if (!importer.run(model)) {
+    error = path.str() + ": " + importer.error;
+    return nullptr;
+  }
+  return module;
+}
+
+std::vector<std::string> fusec::supportedONNXOps() {
+  std::vector<std::string> names;
+  for (const OpConverter &entry : converterTable())
+    names.push_back(entry.opType);
+  llvm::sort(names);
+  return names;
+}

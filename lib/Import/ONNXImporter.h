@@ -1,0 +1,159 @@
+//===- ONNXImporter.h - Shared state of the ONNX importer -------*- C++ -*-===//
+//
+// The importer walks the graph's nodes in order (ONNX requires a
+// topological order) and converts each through its entry of the operator
+// table (ONNXOps*.cpp). A converter reads its inputs and attributes through
+// the NodeContext below and emits FIR bindings, each typed at once by the op
+// registry's inference, so that the next node sees shapes.
+//
+// Three kinds of ONNX values exist during an import:
+//   - FIR values (graph inputs, results of emitted bindings);
+//   - constants (initializers, Constant nodes, folded shape arithmetic):
+//     held as TensorData and emitted as a `constant` binding only when a
+//     node reads them as a tensor;
+//   - shape values: 1-D or 0-d int64 tensors whose elements are sizes,
+//     possibly symbolic (`Shape` of an input with a `batch` dim), so that
+//     the exporters' Shape -> Gather -> Unsqueeze -> Concat -> Reshape
+//     chains fold into `reshape {shape = [batch, -1]}`.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_LIB_IMPORT_ONNXIMPORTER_H
+#define FUSEC_LIB_IMPORT_ONNXIMPORTER_H
+
+#include "fusec/IR/IR.h"
+#include "fusec/IR/Ops.h"
+#include "fusec/Import/Import.h"
+
+#include "onnx.pb.h"
+
+#include <map>
+#include <optional>
+#include <set>
+
+namespace fusec::onnximport {
+
+/// A shape value: int64 elements that are sizes, static or symbolic.
+struct ShapeValue {
+  std::vector<Dim> elements;
+  bool scalar = false; // a 0-d tensor (one element)
+  bool isStatic() const;
+};
+
+class Importer;
+
+/// What a converter sees of one node.
+class NodeContext {
+public:
+  NodeContext(Importer &importer, const onnx::NodeProto &node, int64_t opset)
+      : importer(importer), node(node), opset(opset) {}
+  Importer &importer;
+  const onnx::NodeProto &node;
+  const int64_t opset;
+
+  size_t numInputs() const { return node.input_size(); }
+  /// Whether input `i` is given (optional inputs may be absent or "").
+  bool hasInput(size_t i) const;
+  /// Input `i` as a FIR value (a constant gets its binding here); null
+  /// after an error.
+  Value *input(size_t i);
+  /// Input `i`'s contents when it is a constant, else null.
+  const TensorData *constant(size_t i) const;
+  /// Input `i` as a shape value (a constant int tensor of rank <= 1, or a
+  /// folded shape computation), else nullopt.
+  std::optional<ShapeValue> shapeValue(size_t i) const;
+  /// The static integers of input `i`; reports an error naming `what`
+  /// when the input is not a constant.
+  std::optional<std::vector<int64_t>> ints(size_t i, const char *what);
+  const Type *typeOf(size_t i) const;
+
+  /// Attributes; each read marks the attribute as understood (the importer
+  /// rejects a node with an attribute no converter read).
+  bool hasAttr(llvm::StringRef name) const;
+  int64_t attrInt(llvm::StringRef name, int64_t defaultValue);
+  double attrFloat(llvm::StringRef name, double defaultValue);
+  std::string attrString(llvm::StringRef name, std::string defaultValue);
+  std::optional<std::vector<int64_t>> attrInts(llvm::StringRef name);
+  std::vector<double> attrFloats(llvm::StringRef name);
+  const onnx::TensorProto *attrTensor(llvm::StringRef name);
+  /// Marks an attribute as understood without reading it (e.g. BatchNorm's
+  /// momentum, meaningless in inference).
+  void ignoreAttr(llvm::StringRef name) { used.insert(name.str()); }
+  const std::set<std::string> &usedAttrs() const { return used; }
+
+  /// Emits `op(operands) {attrs}` and returns its result (null after an
+  /// error, reported against this node).
+  Value *emit(llvm::StringRef op, std::vector<Operand> operands, Attrs attrs = {},
+              llvm::StringRef nameHint = {});
+  Value *emitConstant(TensorData data, llvm::StringRef nameHint);
+  /// A scalar literal operand (a 0-d constant of the other operand's dtype).
+  static Operand literal(double value, DType dtype);
+  /// Output `i` of the node is `value` / a constant / a shape value.
+  void define(size_t i, Value *value);
+  void defineConstant(size_t i, TensorData data);
+  void defineShape(size_t i, ShapeValue shape);
+  size_t numOutputs() const { return node.output_size(); }
+  bool hasOutput(size_t i) const;
+
+  /// Reports `message` against this node; returns false.
+  bool fail(const llvm::Twine &message);
+  /// The FIR dtype of ONNX element type `type`, or an error.
+  std::optional<DType> dtypeOf(int64_t onnxType, const char *what);
+
+private:
+  const onnx::AttributeProto *findAttr(llvm::StringRef name) const;
+  std::set<std::string> used;
+};
+
+using ConvertFn = bool (*)(NodeContext &);
+struct OpConverter {
+  const char *opType;
+  ConvertFn convert;
+};
+/// The tables of ONNXOpsMath.cpp, ONNXOpsNN.cpp and ONNXOpsTensor.cpp.
+void registerMathOps(std::vector<OpConverter> &table);
+void registerNNOps(std::vector<OpConverter> &table);
+void registerTensorOps(std::vector<OpConverter> &table);
+
+class Importer {
+public:
+  Importer(Module &module, const ONNXImportOptions &options, std::string modelDirectory)
+      : module(module), options(options), modelDirectory(std::move(modelDirectory)) {}
+  bool run(const onnx::ModelProto &model);
+
+  Module &module;
+  const ONNXImportOptions &options;
+  std::string modelDirectory;
+  Function *function = nullptr;
+  DataflowBlock *block = nullptr;
+  std::map<std::string, Value *> values;
+  std::map<std::string, std::shared_ptr<TensorData>> constants;
+  std::map<std::string, ShapeValue> shapes;
+  std::set<std::string> takenNames;
+  std::string error;
+
+  /// A FIR value name for ONNX name `name` (sanitized, unique).
+  std::string valueName(llvm::StringRef name);
+  /// The binding of constant `name` (emitted on first use).
+  Value *materialize(const std::string &name);
+  Value *addBinding(std::unique_ptr<Binding> binding, llvm::StringRef nameHint,
+                    std::string &problem);
+};
+
+/// TensorProto contents (ONNXTensors.cpp): raw or typed fields, or external
+/// data relative to `modelDirectory`. Sets `error` on failure.
+std::shared_ptr<TensorData> readTensor(const onnx::TensorProto &tensor,
+                                       llvm::StringRef modelDirectory, std::string &error);
+/// The FIR dtype of an ONNX TensorProto::DataType, if fusec has one.
+std::optional<DType> mapDType(int64_t onnxType);
+llvm::StringRef onnxTypeName(int64_t onnxType);
+/// A constant's contents as a shape value, when it is an int tensor of
+/// rank <= 1.
+std::optional<ShapeValue> shapeOfConstant(const TensorData &data);
+/// A static shape value as an i64 tensor.
+TensorData tensorOfShape(const ShapeValue &shape);
+/// Normalizes `axis` against `rank` (negative counts from the end).
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
+
+} // namespace fusec::onnximport
+
+#endif // FUSEC_LIB_IMPORT_ONNXIMPORTER_H

@@ -1,0 +1,372 @@
+//===- ONNXOpsMath.cpp - Elementwise ONNX operators -----------------------===//
+//
+// Unary and binary elementwise operators map one to one onto spec §4's ops
+// (NumPy broadcasting on both sides). A one-element constant operand whose
+// rank does not exceed the other operand's becomes a literal operand
+// (`multiply(%x, 0.5)`), converted to the other operand's dtype (ONNX's Pow
+// allows a different exponent dtype). Integer arithmetic on constant shape
+// values (the exporters' Shape -> Gather -> Div chains) is folded here,
+// with ONNX's truncating integer division; a symbolic size survives only
+// `x * 1` and `x + 0`.
+//
+// Also here: Clip (limits as inputs), Cast, Where, the variadic Max, Min,
+// Sum and Mean, LeakyRelu (max(x, alpha x) for 0 <= alpha <= 1),
+// Reciprocal, Identity, Dropout (inference: the identity), Constant and
+// Shape.
+//
+//===----------------------------------------------------------------------===//
+#include "ONNXImporter.h"
+
+#include <cmath>
+
+using namespace fusec;
+using namespace fusec::onnximport;
+
+/// Operand `i` of a binary op whose other operand is `other`.
+static std::optional<Operand> operandOf(NodeContext &c, size_t i, size_t other) {
+  const TensorData *data = c.constant(i);
+  const Type *otherType = c.typeOf(other);
+  const TensorData *otherData = c.constant(other);
+  std::optional<DType> otherDType = otherType ? std::optional<DType>(otherType->getDType())
+                                    : otherData ? std::optional<DType>(otherData->getDType())
+                                                : std::nullopt;
+  int64_t otherRank = otherType ? otherType->getRank()
+                      : otherData ? int64_t(otherData->getShape().size())
+                                  : -1;
+  // The literal form only when the other side is a value (so that one
+  // operand stays a tensor) and the result's shape is the other's.
+  if (data && data->getNumElements() == 1 && otherType && otherDType &&
+      int64_t(data->getShape().size()) <= otherRank)
+    return NodeContext::literal(isFloatDType(data->getDType()) ? data->get(0)
+                                                               : double(data->getInt(0)),
+                                *otherDType);
+  Value *value = c.input(i);
+  if (!value)
+    return std::nullopt;
+  return Operand::of(value);
+}
+
+/// Folds `op` over two static int shape values (rank <= 1, NumPy
+/// broadcasting of a one-element side). Returns false when not applicable.
+static bool foldShapeArithmetic(NodeContext &c, llvm::StringRef op) {
+  std::optional<ShapeValue> a = c.shapeValue(0), b = c.shapeValue(1);
+  if (!a || !b)
+    return false;
+  size_t n = std::max(a->elements.size(), b->elements.size());
+  if ((a->elements.size() != n && a->elements.size() != 1) ||
+      (b->elements.size() != n && b->elements.size() != 1))
+    return false;
+  ShapeValue result;
+  result.scalar = a->scalar && b->scalar;
+  for (size_t k = 0; k < n; ++k) {
+    const Dim &x = a->elements[a->elements.size() == 1 ? 0 : k];
+    const Dim &y = b->elements[b->elements.size() == 1 ? 0 : k];
+    if (x.isSymbolic() || y.isSymbolic()) {
+      const Dim &symbol = x.isSymbolic() ? x : y, &number = x.isSymbolic() ? y : x;
+      bool identity = number.isStatic() &&
+                      ((op == "Mul" && number.size == 1) ||
+                       (op == "Add" && number.size == 0) ||
+                       ((op == "Div" || op == "Sub") && &number == &y &&
+                        number.size == (op == "Div" ? 1 : 0)));
+      if (!identity)
+        return false;
+      result.elements.push_back(symbol);
+      continue;
+    }
+    int64_t value = 0;
+    if (op == "Add")
+      value = x.size + y.size;
+    else if (op == "Sub")
+      value = x.size - y.size;
+    else if (op == "Mul")
+      value = x.size * y.size;
+    else if (y.size == 0)
+      return c.fail("integer division by zero in a shape computation");
+    else
+      value = x.size / y.size; // ONNX: integer division truncates
+    result.elements.push_back(Dim::of(value));
+  }
+  c.defineShape(0, result);
+  return true;
+}
+
+template <const char *Op>
+static bool convertBinary(NodeContext &c) {
+  llvm::StringRef onnxType = c.node.op_type();
+  if ((onnxType == "Add" || onnxType == "Sub" || onnxType == "Mul" || onnxType == "Div") &&
+      foldShapeArithmetic(c, onnxType))
+    return true;
+  if (!c.importer.error.empty())
+    return false;
+  std::optional<Operand> a = operandOf(c, 0, 1);
+  if (!a)
+    return false;
+  std::optional<Operand> b = operandOf(c, 1, 0);
+  if (!b)
+    return false;
+  // Pow's exponent may have another dtype: convert it to the base's.
+  if (onnxType == "Pow" && !a->isLiteral() && !b->isLiteral() &&
+      a->value->type.getDType() != b->value->type.getDType()) {
+    Attrs attrs;
+    attrs.set("dtype", Attr::makeString(dtypeName(a->value->type.getDType()).str()));
+    Value *cast = c.emit("astype", {*b}, attrs, c.node.output(0) + "_exponent");
+    if (!cast)
+      return false;
+    b = Operand::of(cast);
+  }
+  c.define(0, c.emit(Op, {*a, *b}));
+  return true;
+}
+
+template <const char *Op>
+static bool convertUnary(NodeContext &c) {
+  c.define(0, c.emit(Op, {Operand::of(c.input(0))}));
+  return true;
+}
+
+/// Max, Min, Sum, Mean: a left fold (Mean divides by the count).
+template <const char *Op>
+static bool convertVariadic(NodeContext &c) {
+  if (c.numInputs() == 0)
+    return c.fail("needs at least one input");
+  Value *accumulated = c.input(0);
+  for (size_t i = 1; i < c.numInputs() && accumulated; ++i)
+    accumulated = c.emit(Op, {Operand::of(accumulated), Operand::of(c.input(i))});
+  if (accumulated && c.node.op_type() == "Mean" && c.numInputs() > 1)
+    accumulated = c.emit("divide", {Operand::of(accumulated),
+                                    NodeContext::literal(double(c.numInputs()),
+                                                         accumulated->type.getDType())});
+  if (accumulated && c.numInputs() == 1) // one input: the identity
+    return c.define(0, accumulated), true;
+  c.define(0, accumulated);
+  return true;
+}
+
+static bool convertClip(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  DType dtype = x->type.getDType();
+  std::optional<double> limits[2];
+  for (size_t i = 1; i <= 2; ++i) {
+    if (!c.hasInput(i))
+      continue;
+    const TensorData *data = c.constant(i);
+    if (!data || data->getNumElements() != 1)
+      return c.fail(std::string(i == 1 ? "min" : "max") +
+                    " must be a one-element constant; computed limits are not supported");
+    limits[i - 1] = isFloatDType(data->getDType()) ? data->get(0) : double(data->getInt(0));
+  }
+  if (!limits[0] && !limits[1]) // no limits: the identity
+    return c.define(0, x), true;
+  if (limits[0] && limits[1]) {
+    Attrs attrs;
+    auto number = [&](double v) {
+      return isFloatDType(dtype) ? Attr::makeFloat(v) : Attr::makeInt(int64_t(v));
+    };
+    attrs.set("min", number(*limits[0]));
+    attrs.set("max", number(*limits[1]));
+    c.define(0, c.emit("clip", {Operand::of(x)}, attrs));
+    return true;
+  }
+  c.define(0, c.emit(limits[0] ? "maximum" : "minimum",
+                     {Operand::of(x), NodeContext::literal(limits[0] ? *limits[0] : *limits[1],
+                                                           dtype)}));
+  return true;
+}
+
+static bool convertCast(NodeContext &c) {
+  std::optional<DType> dtype = c.dtypeOf(c.attrInt("to", 0), "the target of Cast");
+  c.attrInt("saturate", 1);
+  if (!dtype)
+    return false;
+  // Integer shape values stay foldable through casts between int types.
+  if (std::optional<ShapeValue> shape = c.shapeValue(0);
+      shape && isIntDType(*dtype) && !c.typeOf(0)) {
+    if (!shape->isStatic())
+      return c.defineShape(0, *shape), true;
+  }
+  if (const TensorData *data = c.constant(0); data && data->getNumElements() <= 64) {
+    TensorData cast(*dtype, data->getShape());
+    for (int64_t i = 0; i < data->getNumElements(); ++i)
+      isFloatDType(data->getDType()) ? cast.set(i, data->get(i))
+                                     : cast.setInt(i, data->getInt(i));
+    if (isIntDType(*dtype) && isFloatDType(data->getDType()))
+      for (int64_t i = 0; i < data->getNumElements(); ++i)
+        cast.setInt(i, int64_t(std::trunc(data->get(i))));
+    c.defineConstant(0, std::move(cast));
+    return true;
+  }
+  Attrs attrs;
+  attrs.set("dtype", Attr::makeString(dtypeName(*dtype).str()));
+  c.define(0, c.emit("astype", {Operand::of(c.input(0))}, attrs));
+  return true;
+}
+
+static bool convertWhere(NodeContext &c) {
+  std::optional<Operand> a = operandOf(c, 1, 2);
+  if (!a)
+    return false;
+  std::optional<Operand> b = operandOf(c, 2, 1);
+  if (!b)
+    return false;
+  c.define(0, c.emit("where", {Operand::of(c.input(0)), *a, *b}));
+  return true;
+}
+
+static bool convertLeakyRelu(NodeContext &c) {
+  double alpha = c.attrFloat("alpha", 0.01);
+  if (alpha < 0 || alpha > 1)
+    return c.fail("alpha = " + std::to_string(alpha) + " outside [0, 1] is not supported");
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  Value *scaled = c.emit("multiply", {Operand::of(x), NodeContext::literal(alpha, x->type.getDType())},
+                         {}, c.node.output(0) + "_scaled");
+  c.define(0, c.emit("maximum", {Operand::of(x), Operand::of(scaled)}));
+  return true;
+}
+
+static bool convertReciprocal(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  c.define(0, c.emit("divide", {NodeContext::literal(1.0, x->type.getDType()), Operand::of(x)}));
+  return true;
+}
+
+static bool convertIdentity(NodeContext &c) {
+  const std::string &name = c.node.input(0);
+  if (c.importer.shapes.count(name))
+    c.defineShape(0, c.importer.shapes[name]);
+  if (c.importer.constants.count(name))
+    c.importer.constants[c.node.output(0)] = c.importer.constants[name];
+  else if (!c.importer.shapes.count(name))
+    c.define(0, c.input(0));
+  return true;
+}
+
+static bool convertDropout(NodeContext &c) {
+  c.attrInt("seed", 0);
+  if (c.hasInput(2)) {
+    const TensorData *training = c.constant(2);
+    if (!training || training->getInt(0) != 0)
+      return c.fail("training mode is not supported (inference only)");
+  }
+  if (c.hasOutput(1))
+    return c.fail("the mask output is not supported");
+  return convertIdentity(c);
+}
+
+static bool convertConstant(NodeContext &c) {
+  if (const onnx::TensorProto *tensor = c.attrTensor("value")) {
+    std::string error;
+    std::shared_ptr<TensorData> data = readTensor(*tensor, c.importer.modelDirectory, error);
+    if (!data)
+      return c.fail(error);
+    c.defineConstant(0, *data);
+    return true;
+  }
+  if (c.hasAttr("value_float") || c.hasAttr("value_floats")) {
+    std::vector<double> values = c.hasAttr("value_float")
+                                     ? std::vector<double>{c.attrFloat("value_float", 0)}
+                                     : c.attrFloats("value_floats");
+    TensorData data(DType::f32, c.hasAttr("value_float")
+                                    ? std::vector<int64_t>{}
+                                    : std::vector<int64_t>{int64_t(values.size())});
+    for (size_t i = 0; i < values.size(); ++i)
+      data.set(int64_t(i), values[i]);
+    c.defineConstant(0, std::move(data));
+    return true;
+  }
+  if (c.hasAttr("value_int") || c.hasAttr("value_ints")) {
+    std::vector<int64_t> values = c.hasAttr("value_int")
+                                      ? std::vector<int64_t>{c.attrInt("value_int", 0)}
+                                      : *c.attrInts("value_ints");
+    TensorData data(DType::i64, c.hasAttr("value_int")
+                                    ? std::vector<int64_t>{}
+                                    : std::vector<int64_t>{int64_t(values.size())});
+    for (size_t i = 0; i < values.size(); ++i)
+      data.setInt(int64_t(i), values[i]);
+    c.defineConstant(0, std::move(data));
+    return true;
+  }
+  return c.fail("only the value, value_float(s) and value_int(s) forms are supported");
+}
+
+static bool convertShape(NodeContext &c) {
+  const Type *type = c.typeOf(0);
+  std::vector<Dim> dims;
+  if (type) {
+    dims = type->getShape();
+  } else if (const TensorData *data = c.constant(0)) {
+    for (int64_t dim : data->getShape())
+      dims.push_back(Dim::of(dim));
+  } else {
+    return c.fail("the shape of input '" + c.node.input(0) + "' is not known");
+  }
+  int64_t rank = int64_t(dims.size());
+  auto clampAxis = [&](int64_t axis) {
+    return std::clamp<int64_t>(axis < 0 ? axis + rank : axis, 0, rank);
+  };
+  int64_t start = clampAxis(c.attrInt("start", 0)), end = clampAxis(c.attrInt("end", rank));
+  ShapeValue shape;
+  for (int64_t d = start; d < end; ++d)
+    shape.elements.push_back(dims[d]);
+  c.defineShape(0, shape);
+  return true;
+}
+
+static const char kAdd[] = "add", kSub[] = "subtract", kMul[] = "multiply", kDiv[] = "divide",
+                  kPow[] = "power", kMax[] = "maximum", kMin[] = "minimum", kEqual[] = "equal",
+                  kLess[] = "less", kLessEq[] = "less_equal", kGreater[] = "greater",
+                  kGreaterEq[] = "greater_equal", kAnd[] = "logical_and", kOr[] = "logical_or",
+                  kRelu[] = "nn.relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[] = "exp",
+                  kLog[] = "log", kSqrt[] = "sqrt", kErf[] = "erf", kNeg[] = "negative",
+                  kAbs[] = "abs", kFloor[] = "floor", kCeil[] = "ceil", kSin[] = "sin",
+                  kCos[] = "cos", kNot[] = "logical_not", kSign[] = "sign";
+
+void onnximport::registerMathOps(std::vector<OpConverter> &table) {
+  table.insert(table.end(), {
+      {"Add", convertBinary<kAdd>},
+      {"Sub", convertBinary<kSub>},
+      {"Mul", convertBinary<kMul>},
+      {"Div", convertBinary<kDiv>},
+      {"Pow", convertBinary<kPow>},
+      {"Equal", convertBinary<kEqual>},
+      {"Less", convertBinary<kLess>},
+      {"LessOrEqual", convertBinary<kLessEq>},
+      {"Greater", convertBinary<kGreater>},
+      {"GreaterOrEqual", convertBinary<kGreaterEq>},
+      {"And", convertBinary<kAnd>},
+      {"Or", convertBinary<kOr>},
+      {"Max", convertVariadic<kMax>},
+      {"Min", convertVariadic<kMin>},
+      {"Sum", convertVariadic<kAdd>},
+      {"Mean", convertVariadic<kAdd>},
+      {"Relu", convertUnary<kRelu>},
+      {"Sigmoid", convertUnary<kSigmoid>},
+      {"Tanh", convertUnary<kTanh>},
+      {"Exp", convertUnary<kExp>},
+      {"Log", convertUnary<kLog>},
+      {"Sqrt", convertUnary<kSqrt>},
+      {"Erf", convertUnary<kErf>},
+      {"Neg", convertUnary<kNeg>},
+      {"Abs", convertUnary<kAbs>},
+      {"Floor", convertUnary<kFloor>},
+      {"Ceil", convertUnary<kCeil>},
+      {"Sin", convertUnary<kSin>},
+      {"Cos", convertUnary<kCos>},
+      {"Not", convertUnary<kNot>},
+      {"Sign", convertUnary<kSign>},
+      {"Clip", convertClip},
+      {"Cast", convertCast},
+      {"Where", convertWhere},
+      {"LeakyRelu", convertLeakyRelu},
+      {"Reciprocal", convertReciprocal},
+      {"Identity", convertIdentity},
+      {"Dropout", convertDropout},
+      {"Constant", convertConstant},
+      {"Shape", convertShape},
+  });
+}

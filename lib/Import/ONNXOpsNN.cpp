@@ -1,0 +1,348 @@
+//===- ONNXOpsNN.cpp - Neural-network ONNX operators ----------------------===//
+//
+// Conv (2-D, NCHW/OIHW, groups, pads, strides, dilations, auto_pad on
+// static sizes) -> nn.conv2d, its bias added as a [1,C,1,1] tensor; Gemm ->
+// permute_dims (transA/transB), matmul, alpha and beta as multiplications,
+// C added; MatMul -> matmul; BatchNormalization (inference) -> x * s + t per
+// channel, s and t folded from constant statistics (in double, then
+// rounded) or computed by ops when the statistics are not constants;
+// MaxPool/AveragePool -> nn.max_pool2d/nn.avg_pool2d (fusec's average
+// excludes padding: count_include_pad = 1 with padding is rejected);
+// GlobalAveragePool/GlobalMaxPool -> mean/max over the spatial axes with
+// keepdims; Softmax/LogSoftmax (opset 13: one axis); LayerNormalization ->
+// nn.layer_norm over the axes from `axis` on (a missing bias is zeros);
+// ReduceSum/Mean/Max/Min/Prod -> sum/mean/max/min/prod.
+//
+//===----------------------------------------------------------------------===//
+#include "ONNXImporter.h"
+
+#include <cmath>
+
+using namespace fusec;
+using namespace fusec::onnximport;
+
+static Attr intList(const std::vector<int64_t> &values) {
+  std::vector<Attr> items;
+  for (int64_t v : values)
+    items.push_back(Attr::makeInt(v));
+  return Attr::makeList(std::move(items));
+}
+
+/// A [C] vector as a tensor broadcasting against [N, C, spatial...]:
+/// reshaped if constant, else expand_dims.
+static Value *perChannel(NodeContext &c, size_t i, int64_t rank, llvm::StringRef hint) {
+  if (const TensorData *data = c.constant(i)) {
+    if (data->getShape().size() != 1)
+      return c.fail("input " + std::to_string(i) + " must be a vector"), nullptr;
+    std::vector<int64_t> shape(size_t(rank), 1);
+    shape[1] = data->getShape()[0];
+    TensorData reshaped(data->getDType(), shape);
+    for (int64_t k = 0; k < data->getNumElements(); ++k)
+      reshaped.set(k, data->get(k));
+    return c.emitConstant(std::move(reshaped), hint);
+  }
+  std::vector<int64_t> axes{0};
+  for (int64_t d = 2; d < rank; ++d)
+    axes.push_back(d);
+  Attrs attrs;
+  attrs.set("axis", intList(axes));
+  return c.emit("expand_dims", {Operand::of(c.input(i))}, attrs, hint);
+}
+
+/// Pool/conv window attributes: pads [top, left, bottom, right] from
+/// `pads` or `auto_pad`, strides, dilations.
+struct Window {
+  std::vector<int64_t> kernel, strides{1, 1}, dilations{1, 1}, pads{0, 0, 0, 0};
+};
+
+static bool readWindow(NodeContext &c, const Type &x, Window &w) {
+  if (x.getRank() != 4)
+    return c.fail("only 2-D windows (rank-4 NCHW inputs) are supported, not rank " +
+                  std::to_string(x.getRank()));
+  if (auto strides = c.attrInts("strides"))
+    w.strides = *strides;
+  if (auto dilations = c.attrInts("dilations"))
+    w.dilations = *dilations;
+  if (auto pads = c.attrInts("pads"))
+    w.pads = *pads;
+  if (w.kernel.size() != 2 || w.strides.size() != 2 || w.dilations.size() != 2 ||
+      w.pads.size() != 4)
+    return c.fail("kernel_shape, strides and dilations need 2 values and pads 4");
+  for (int64_t v : w.strides)
+    if (v < 1)
+      return c.fail("strides must be positive");
+  for (int64_t v : w.dilations)
+    if (v < 1)
+      return c.fail("dilations must be positive");
+  std::string autoPad = c.attrString("auto_pad", "NOTSET");
+  if (autoPad == "VALID") {
+    w.pads = {0, 0, 0, 0};
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (int d = 0; d < 2; ++d) {
+      const Dim &in = x.getShape()[2 + d];
+      if (in.isSymbolic())
+        return c.fail("auto_pad " + autoPad + " on the symbolic dim '" + in.symbol +
+                      "' is not supported");
+      int64_t out = (in.size + w.strides[d] - 1) / w.strides[d];
+      int64_t total = std::max<int64_t>(
+          0, (out - 1) * w.strides[d] + (w.kernel[d] - 1) * w.dilations[d] + 1 - in.size);
+      int64_t small = total / 2, large = total - small;
+      w.pads[d] = autoPad == "SAME_UPPER" ? small : large;
+      w.pads[2 + d] = autoPad == "SAME_UPPER" ? large : small;
+    }
+  } else if (autoPad != "NOTSET") {
+    return c.fail("auto_pad '" + autoPad + "' is not supported");
+  }
+  return true;
+}
+
+static bool convertConv(NodeContext &c) {
+  Value *x = c.input(0), *w = c.input(1);
+  if (!x || !w)
+    return false;
+  if (w->type.getRank() != 4)
+    return c.fail("only 2-D convolutions (rank-4 weights) are supported");
+  Window window;
+  for (int d = 0; d < 2; ++d)
+    window.kernel.push_back(w->type.getShape()[2 + d].size);
+  if (auto kernel = c.attrInts("kernel_shape"); kernel && *kernel != window.kernel)
+    return c.fail("kernel_shape does not match the weights' spatial dims");
+  if (!readWindow(c, x->type, window))
+    return false;
+  Attrs attrs;
+  attrs.set("strides", intList(window.strides));
+  attrs.set("padding", intList(window.pads));
+  attrs.set("dilation", intList(window.dilations));
+  attrs.set("groups", Attr::makeInt(c.attrInt("group", 1)));
+  std::string name = c.node.output(0);
+  Value *conv = c.emit("nn.conv2d", {Operand::of(x), Operand::of(w)}, attrs,
+                       c.hasInput(2) ? name + "_conv" : name);
+  if (conv && c.hasInput(2)) {
+    Value *bias = perChannel(c, 2, 4, name + "_bias");
+    conv = c.emit("add", {Operand::of(conv), Operand::of(bias)});
+  }
+  c.define(0, conv);
+  return true;
+}
+
+static bool convertMatMul(NodeContext &c) {
+  c.define(0, c.emit("matmul", {Operand::of(c.input(0)), Operand::of(c.input(1))}));
+  return true;
+}
+
+static bool convertGemm(NodeContext &c) {
+  std::string name = c.node.output(0);
+  Value *a = c.input(0), *b = c.input(1);
+  if (!a || !b)
+    return false;
+  if (a->type.getRank() != 2 || b->type.getRank() != 2)
+    return c.fail("A and B must be matrices");
+  if (c.attrInt("transA", 0))
+    a = c.emit("permute_dims", {Operand::of(a)}, {}, name + "_at");
+  if (c.attrInt("transB", 0))
+    b = c.emit("permute_dims", {Operand::of(b)}, {}, name + "_bt");
+  double alpha = c.attrFloat("alpha", 1.0), beta = c.attrFloat("beta", 1.0);
+  bool hasC = c.hasInput(2) && beta != 0;
+  Value *product = c.emit("matmul", {Operand::of(a), Operand::of(b)}, {},
+                          alpha != 1 || hasC ? name + "_mm" : name);
+  if (product && alpha != 1)
+    product = c.emit("multiply",
+                     {Operand::of(product), NodeContext::literal(alpha, product->type.getDType())},
+                     {}, hasC ? name + "_scaled" : name);
+  if (product && hasC) {
+    Value *bias = c.input(2);
+    if (bias && beta != 1)
+      bias = c.emit("multiply", {Operand::of(bias), NodeContext::literal(beta, bias->type.getDType())},
+                    {}, name + "_c");
+    product = c.emit("add", {Operand::of(product), Operand::of(bias)});
+  }
+  c.define(0, product);
+  return true;
+}
+
+static bool convertBatchNorm(NodeContext &c) {
+  double epsilon = c.attrFloat("epsilon", 1e-5);
+  c.ignoreAttr("momentum");
+  if (c.attrInt("training_mode", 0))
+    return c.fail("training_mode = 1 is not supported (inference only)");
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  if (x->type.getRank() < 2)
+    return c.fail("the input needs a channel dim");
+  std::string name = c.node.output(0);
+  int64_t rank = x->type.getRank();
+  const TensorData *scale = c.constant(1), *bias = c.constant(2), *mean = c.constant(3),
+                   *var = c.constant(4);
+  Value *s = nullptr, *t = nullptr;
+  if (scale && bias && mean && var) {
+    int64_t channels = scale->getNumElements();
+    for (const TensorData *v : {bias, mean, var})
+      if (v->getNumElements() != channels || v->getShape().size() != 1)
+        return c.fail("scale, B, mean and var must be vectors of one length");
+    std::vector<int64_t> shape(size_t(rank), 1);
+    shape[1] = channels;
+    TensorData sData(x->type.getDType(), shape), tData(x->type.getDType(), shape);
+    for (int64_t k = 0; k < channels; ++k) {
+      double factor = scale->get(k) / std::sqrt(var->get(k) + epsilon);
+      sData.set(k, factor);
+      tData.set(k, bias->get(k) - mean->get(k) * factor);
+    }
+    s = c.emitConstant(std::move(sData), name + "_scale");
+    t = c.emitConstant(std::move(tData), name + "_shift");
+  } else {
+    Value *scaleV = perChannel(c, 1, rank, name + "_gamma");
+    Value *biasV = perChannel(c, 2, rank, name + "_beta");
+    Value *meanV = perChannel(c, 3, rank, name + "_mean");
+    Value *varV = perChannel(c, 4, rank, name + "_var");
+    if (!scaleV || !biasV || !meanV || !varV)
+      return false;
+    DType dtype = x->type.getDType();
+    Value *shifted = c.emit("add", {Operand::of(varV), NodeContext::literal(epsilon, dtype)}, {},
+                            name + "_var_eps");
+    Value *root = c.emit("sqrt", {Operand::of(shifted)}, {}, name + "_std");
+    s = c.emit("divide", {Operand::of(scaleV), Operand::of(root)}, {}, name + "_scale");
+    Value *meanScaled = c.emit("multiply", {Operand::of(meanV), Operand::of(s)}, {},
+                               name + "_mean_scaled");
+    t = c.emit("subtract", {Operand::of(biasV), Operand::of(meanScaled)}, {}, name + "_shift");
+  }
+  Value *scaled = c.emit("multiply", {Operand::of(x), Operand::of(s)}, {}, name + "_scaled");
+  c.define(0, c.emit("add", {Operand::of(scaled), Operand::of(t)}));
+  return true;
+}
+
+template <bool IsMax>
+static bool convertPool(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  Window window;
+  if (auto kernel = c.attrInts("kernel_shape"))
+    window.kernel = *kernel;
+  if (!readWindow(c, x->type, window))
+    return false;
+  Attrs attrs;
+  attrs.set("pool_size", intList(window.kernel));
+  attrs.set("strides", intList(window.strides));
+  attrs.set("padding", intList(window.pads));
+  attrs.set("dilation", intList(window.dilations));
+  attrs.set("ceil_mode", Attr::makeBool(c.attrInt("ceil_mode", 0) != 0));
+  if (IsMax && c.attrInt("storage_order", 0) != 0)
+    return c.fail("storage_order = 1 is not supported");
+  if (!IsMax && c.attrInt("count_include_pad", 0) != 0 &&
+      llvm::any_of(window.pads, [](int64_t p) { return p != 0; }))
+    return c.fail("count_include_pad = 1 with padding is not supported (fusec's average "
+                  "pool excludes the padding, as TVM's does by default)");
+  c.define(0, c.emit(IsMax ? "nn.max_pool2d" : "nn.avg_pool2d", {Operand::of(x)}, attrs));
+  return true;
+}
+
+template <const char *Op>
+static bool convertGlobalPool(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  if (x->type.getRank() < 3)
+    return c.fail("the input needs spatial dims");
+  std::vector<int64_t> axes;
+  for (int64_t d = 2; d < x->type.getRank(); ++d)
+    axes.push_back(d);
+  Attrs attrs;
+  attrs.set("axis", intList(axes));
+  attrs.set("keepdims", Attr::makeBool(true));
+  c.define(0, c.emit(Op, {Operand::of(x)}, attrs));
+  return true;
+}
+
+template <const char *Op>
+static bool convertSoftmax(NodeContext &c) {
+  Attrs attrs;
+  attrs.set("axis", Attr::makeInt(c.attrInt("axis", -1)));
+  c.define(0, c.emit(Op, {Operand::of(c.input(0))}, attrs));
+  return true;
+}
+
+static bool convertLayerNorm(NodeContext &c) {
+  Value *x = c.input(0), *scale = c.input(1);
+  if (!x || !scale)
+    return false;
+  int64_t rank = x->type.getRank();
+  std::optional<int64_t> axis = normalizeAxis(c.attrInt("axis", -1), rank);
+  if (!axis)
+    return c.fail("axis is out of range for rank " + std::to_string(rank));
+  c.attrInt("stash_type", 1);
+  std::vector<int64_t> axes;
+  for (int64_t d = *axis; d < rank; ++d)
+    axes.push_back(d);
+  Value *bias = nullptr;
+  if (c.hasInput(2)) {
+    bias = c.input(2);
+  } else {
+    std::vector<int64_t> shape;
+    for (int64_t d : axes) {
+      const Dim &dim = x->type.getShape()[d];
+      if (dim.isSymbolic())
+        return c.fail("a missing bias over the symbolic dim '" + dim.symbol +
+                      "' is not supported");
+      shape.push_back(dim.size);
+    }
+    TensorData zeros(x->type.getDType(), shape);
+    for (int64_t k = 0; k < zeros.getNumElements(); ++k)
+      zeros.set(k, 0);
+    bias = c.emitConstant(std::move(zeros), c.node.output(0) + "_bias");
+  }
+  Attrs attrs;
+  attrs.set("axes", intList(axes));
+  attrs.set("epsilon", Attr::makeFloat(c.attrFloat("epsilon", 1e-5)));
+  c.define(0, c.emit("nn.layer_norm", {Operand::of(x), Operand::of(scale), Operand::of(bias)},
+                     attrs));
+  return true;
+}
+
+template <const char *Op>
+static bool convertReduce(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  std::optional<std::vector<int64_t>> axes = c.attrInts("axes");
+  if (c.hasInput(1)) {
+    axes = c.ints(1, "axes");
+    if (!axes)
+      return false;
+  }
+  bool keepdims = c.attrInt("keepdims", 1) != 0;
+  bool noopWithEmpty = c.attrInt("noop_with_empty_axes", 0) != 0;
+  if ((!axes || axes->empty()) && noopWithEmpty)
+    return c.define(0, x), true;
+  Attrs attrs;
+  if (axes && !axes->empty())
+    attrs.set("axis", intList(*axes));
+  attrs.set("keepdims", Attr::makeBool(keepdims));
+  c.define(0, c.emit(Op, {Operand::of(x)}, attrs));
+  return true;
+}
+
+static const char kSoftmax[] = "nn.softmax", kLogSoftmax[] = "nn.log_softmax",
+                  kMean[] = "mean", kSum[] = "sum", kMax[] = "max", kMin[] = "min",
+                  kProd[] = "prod";
+
+void onnximport::registerNNOps(std::vector<OpConverter> &table) {
+  table.insert(table.end(), {
+      {"Conv", convertConv},
+      {"MatMul", convertMatMul},
+      {"Gemm", convertGemm},
+      {"BatchNormalization", convertBatchNorm},
+      {"MaxPool", convertPool<true>},
+      {"AveragePool", convertPool<false>},
+      {"GlobalAveragePool", convertGlobalPool<kMean>},
+      {"GlobalMaxPool", convertGlobalPool<kMax>},
+      {"Softmax", convertSoftmax<kSoftmax>},
+      {"LogSoftmax", convertSoftmax<kLogSoftmax>},
+      {"LayerNormalization", convertLayerNorm},
+      {"ReduceMean", convertReduce<kMean>},
+      {"ReduceSum", convertReduce<kSum>},
+      {"ReduceMax", convertReduce<kMax>},
+      {"ReduceMin", convertReduce<kMin>},
+      {"ReduceProd", convertReduce<kProd>},
+  });
+}

@@ -1,0 +1,404 @@
+//===- ONNXOpsTensor.cpp - Shape and layout ONNX operators ----------------===//
+//
+// Reshape (a constant or folded shape input; 0 copies the input's dim unless
+// allowzero, -1 is inferred, symbolic sizes become dim names), Flatten,
+// Transpose, Squeeze/Unsqueeze (axes as an input from opset 13), Concat,
+// Split (sizes as an input, or equal parts), Slice, Gather, Expand and
+// ConstantOfShape map onto reshape, permute_dims, squeeze, expand_dims,
+// concat, split + get, strided_slice, take and broadcast_to. On shape values
+// (ONNXImporter.h) Gather, Unsqueeze, Squeeze, Concat and Slice are folded
+// instead, so that shape computations never reach the program.
+//
+//===----------------------------------------------------------------------===//
+#include "ONNXImporter.h"
+
+using namespace fusec;
+using namespace fusec::onnximport;
+
+static Attr intList(const std::vector<int64_t> &values) {
+  std::vector<Attr> items;
+  for (int64_t v : values)
+    items.push_back(Attr::makeInt(v));
+  return Attr::makeList(std::move(items));
+}
+
+/// A shape attribute: ints and symbolic dim names.
+static Attr shapeList(const std::vector<Dim> &dims) {
+  std::vector<Attr> items;
+  for (const Dim &dim : dims)
+    items.push_back(dim.isSymbolic() ? Attr::makeIdent(dim.symbol) : Attr::makeInt(dim.size));
+  return Attr::makeList(std::move(items));
+}
+
+/// Whether input 0 is a shape value that the node may fold (no FIR value).
+static std::optional<ShapeValue> foldable(NodeContext &c) {
+  if (c.typeOf(0))
+    return std::nullopt;
+  return c.shapeValue(0);
+}
+
+static bool convertReshape(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  std::optional<ShapeValue> shape = c.shapeValue(1);
+  if (!shape)
+    return c.fail("the shape (input 1) must be a constant or a shape computation that folds");
+  bool allowZero = c.attrInt("allowzero", 0) != 0;
+  std::vector<Dim> dims = shape->elements;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d].isStatic() && dims[d].size == 0 && !allowZero) {
+      if (int64_t(d) >= x->type.getRank())
+        return c.fail("shape entry " + std::to_string(d) + " is 0 (copy the input's dim) "
+                      "but the input has rank " + std::to_string(x->type.getRank()));
+      dims[d] = x->type.getShape()[d];
+    } else if (dims[d].isStatic() && dims[d].size < -1) {
+      return c.fail("shape entry " + std::to_string(dims[d].size) + " is invalid");
+    }
+  }
+  Attrs attrs;
+  attrs.set("shape", shapeList(dims));
+  c.define(0, c.emit("reshape", {Operand::of(x)}, attrs));
+  return true;
+}
+
+static bool convertFlatten(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  int64_t rank = x->type.getRank();
+  int64_t axis = c.attrInt("axis", 1);
+  if (axis < -rank || axis > rank)
+    return c.fail("axis " + std::to_string(axis) + " is out of range for rank " +
+                  std::to_string(rank));
+  if (axis < 0)
+    axis += rank;
+  // Each side: its static product, or its one symbolic dim, or -1.
+  auto side = [&](int64_t begin, int64_t end) -> std::optional<Dim> {
+    int64_t product = 1;
+    std::optional<Dim> symbol;
+    for (int64_t d = begin; d < end; ++d) {
+      const Dim &dim = x->type.getShape()[d];
+      if (dim.isStatic())
+        product *= dim.size;
+      else if (symbol)
+        return std::nullopt;
+      else
+        symbol = dim;
+    }
+    if (symbol)
+      return product == 1 ? symbol : std::nullopt;
+    return Dim::of(product);
+  };
+  std::optional<Dim> left = side(0, axis), right = side(axis, rank);
+  if (!left && !right)
+    return c.fail("both sides of the flattening hold symbolic dims");
+  std::vector<Dim> dims{left ? *left : Dim::of(-1), right ? *right : Dim::of(-1)};
+  Attrs attrs;
+  attrs.set("shape", shapeList(dims));
+  c.define(0, c.emit("reshape", {Operand::of(x)}, attrs));
+  return true;
+}
+
+static bool convertTranspose(NodeContext &c) {
+  Attrs attrs;
+  if (std::optional<std::vector<int64_t>> perm = c.attrInts("perm"))
+    attrs.set("axes", intList(*perm));
+  c.define(0, c.emit("permute_dims", {Operand::of(c.input(0))}, attrs));
+  return true;
+}
+
+/// The axes of Squeeze/Unsqueeze: an input from opset 13.
+static std::optional<std::vector<int64_t>> axesInput(NodeContext &c, bool required) {
+  if (c.hasInput(1))
+    return c.ints(1, "axes");
+  if (required)
+    c.fail("axes (input 1) is required");
+  return std::nullopt;
+}
+
+static bool convertUnsqueeze(NodeContext &c) {
+  std::optional<std::vector<int64_t>> axes = axesInput(c, true);
+  if (!axes)
+    return false;
+  if (std::optional<ShapeValue> shape = foldable(c); shape && shape->scalar &&
+                                                       axes->size() == 1 &&
+                                                       ((*axes)[0] == 0 || (*axes)[0] == -1)) {
+    shape->scalar = false;
+    c.defineShape(0, *shape);
+    return true;
+  }
+  Attrs attrs;
+  attrs.set("axis", intList(*axes));
+  c.define(0, c.emit("expand_dims", {Operand::of(c.input(0))}, attrs));
+  return true;
+}
+
+static bool convertSqueeze(NodeContext &c) {
+  std::optional<std::vector<int64_t>> axes = axesInput(c, false);
+  if (!c.importer.error.empty())
+    return false;
+  if (std::optional<ShapeValue> shape = foldable(c);
+      shape && !shape->scalar && shape->elements.size() == 1) {
+    shape->scalar = true;
+    c.defineShape(0, *shape);
+    return true;
+  }
+  Attrs attrs;
+  if (axes)
+    attrs.set("axis", intList(*axes));
+  c.define(0, c.emit("squeeze", {Operand::of(c.input(0))}, attrs));
+  return true;
+}
+
+static bool convertConcat(NodeContext &c) {
+  int64_t axis = c.attrInt("axis", 0);
+  if (!c.hasAttr("axis"))
+    return c.fail("axis is required");
+  // All inputs shape values (no FIR value): concatenate their elements.
+  bool allShapes = c.numInputs() > 0;
+  for (size_t i = 0; i < c.numInputs(); ++i)
+    allShapes &= !c.typeOf(i) && c.shapeValue(i) && !c.shapeValue(i)->scalar;
+  if (allShapes && (axis == 0 || axis == -1)) {
+    ShapeValue result;
+    for (size_t i = 0; i < c.numInputs(); ++i) {
+      std::optional<ShapeValue> part = c.shapeValue(i);
+      result.elements.insert(result.elements.end(), part->elements.begin(),
+                             part->elements.end());
+    }
+    c.defineShape(0, result);
+    return true;
+  }
+  std::vector<Operand> operands;
+  for (size_t i = 0; i < c.numInputs(); ++i)
+    operands.push_back(Operand::of(c.input(i)));
+  Attrs attrs;
+  attrs.set("axis", Attr::makeInt(axis));
+  c.define(0, c.emit("concat", operands, attrs));
+  return true;
+}
+
+static bool convertSplit(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  int64_t rank = x->type.getRank();
+  std::optional<int64_t> axis = normalizeAxis(c.attrInt("axis", 0), rank);
+  if (!axis)
+    return c.fail("axis is out of range for rank " + std::to_string(rank));
+  size_t parts = c.numOutputs();
+  Attr split = Attr::makeInt(int64_t(parts));
+  if (c.hasInput(1)) {
+    std::optional<std::vector<int64_t>> sizes = c.ints(1, "split");
+    if (!sizes)
+      return false;
+    if (sizes->size() != parts)
+      return c.fail("split has " + std::to_string(sizes->size()) + " sizes for " +
+                    std::to_string(parts) + " outputs");
+    std::vector<int64_t> indices;
+    int64_t at = 0;
+    for (size_t k = 0; k + 1 < sizes->size(); ++k) {
+      if ((*sizes)[k] < 0)
+        return c.fail("split sizes must not be negative");
+      indices.push_back(at += (*sizes)[k]);
+    }
+    const Dim &dim = x->type.getShape()[*axis];
+    int64_t total = at + sizes->back();
+    if (dim.isSymbolic() || dim.size != total)
+      return c.fail("split sizes add up to " + std::to_string(total) + ", not the axis' size " +
+                    dim.str());
+    split = intList(indices);
+  }
+  if (parts == 1)
+    return c.define(0, x), true;
+  Attrs attrs;
+  attrs.set("indices_or_sections", split);
+  attrs.set("axis", Attr::makeInt(*axis));
+  Value *tuple = c.emit("split", {Operand::of(x)}, attrs, c.node.name() + "_parts");
+  if (!tuple)
+    return false;
+  for (size_t k = 0; k < parts; ++k) {
+    if (!c.hasOutput(k))
+      continue;
+    auto get = std::make_unique<Binding>();
+    get->kind = ExprKind::Get;
+    get->operands.push_back(Operand::of(tuple));
+    get->tupleIndex = int64_t(k);
+    get->result = std::make_unique<Value>();
+    get->result->type = tuple->type.getFields()[k];
+    std::string problem;
+    c.define(k, c.importer.addBinding(std::move(get), c.node.output(int(k)), problem));
+  }
+  return true;
+}
+
+static bool convertSlice(NodeContext &c) {
+  std::optional<std::vector<int64_t>> starts = c.ints(1, "starts");
+  std::optional<std::vector<int64_t>> ends = starts ? c.ints(2, "ends") : std::nullopt;
+  if (!starts || !ends)
+    return false;
+  std::vector<int64_t> axes, steps(starts->size(), 1);
+  for (size_t k = 0; k < starts->size(); ++k)
+    axes.push_back(int64_t(k));
+  if (c.hasInput(3)) {
+    std::optional<std::vector<int64_t>> given = c.ints(3, "axes");
+    if (!given)
+      return false;
+    axes = *given;
+  }
+  if (c.hasInput(4)) {
+    std::optional<std::vector<int64_t>> given = c.ints(4, "steps");
+    if (!given)
+      return false;
+    steps = *given;
+  }
+  if (ends->size() != starts->size() || axes.size() != starts->size() ||
+      steps.size() != starts->size())
+    return c.fail("starts, ends, axes and steps must have one length");
+  if (std::optional<ShapeValue> shape = foldable(c);
+      shape && !shape->scalar && axes.size() == 1 && (axes[0] == 0 || axes[0] == -1)) {
+    // NumPy slicing of the elements.
+    int64_t n = int64_t(shape->elements.size()), step = steps[0];
+    if (step == 0)
+      return c.fail("steps must not be 0");
+    auto clampIndex = [&](int64_t i, bool isEnd) {
+      if (i < 0)
+        i += n;
+      return step > 0 ? std::clamp<int64_t>(i, 0, n) : std::clamp<int64_t>(i, -1, n - 1);
+    };
+    ShapeValue result;
+    int64_t begin = clampIndex((*starts)[0], false), end = clampIndex((*ends)[0], true);
+    for (int64_t i = begin; step > 0 ? i < end : i > end; i += step)
+      result.elements.push_back(shape->elements[i]);
+    c.defineShape(0, result);
+    return true;
+  }
+  Attrs attrs;
+  attrs.set("axes", intList(axes));
+  attrs.set("begin", intList(*starts));
+  attrs.set("end", intList(*ends));
+  attrs.set("strides", intList(steps));
+  c.define(0, c.emit("strided_slice", {Operand::of(c.input(0))}, attrs));
+  return true;
+}
+
+static bool convertGather(NodeContext &c) {
+  int64_t axis = c.attrInt("axis", 0);
+  if (std::optional<ShapeValue> shape = foldable(c); shape && !shape->scalar) {
+    if (std::optional<ShapeValue> indices = c.shapeValue(1); indices && indices->isStatic()) {
+      if (axis != 0 && axis != -1)
+        return c.fail("axis " + std::to_string(axis) + " of a 1-D shape value");
+      ShapeValue result;
+      result.scalar = indices->scalar;
+      int64_t n = int64_t(shape->elements.size());
+      for (const Dim &index : indices->elements) {
+        if (index.size < -n || index.size >= n)
+          return c.fail("index " + std::to_string(index.size) + " is out of range for " +
+                        std::to_string(n) + " elements");
+        result.elements.push_back(shape->elements[index.size < 0 ? index.size + n : index.size]);
+      }
+      c.defineShape(0, result);
+      return true;
+    }
+  }
+  Value *data = c.input(0);
+  if (!data)
+    return false;
+  std::optional<int64_t> normalized = normalizeAxis(axis, data->type.getRank());
+  if (!normalized)
+    return c.fail("axis " + std::to_string(axis) + " is out of range for rank " +
+                  std::to_string(data->type.getRank()));
+  Value *indices = nullptr;
+  if (const TensorData *constant = c.constant(1)) {
+    // Constant indices: negative ones counted from the end here.
+    const Dim &dim = data->type.getShape()[*normalized];
+    TensorData fixed(DType::i64, constant->getShape());
+    for (int64_t k = 0; k < constant->getNumElements(); ++k) {
+      int64_t index = constant->getInt(k);
+      if (dim.isStatic() && (index < -dim.size || index >= dim.size))
+        return c.fail("index " + std::to_string(index) + " is out of range for a dim of " +
+                      std::to_string(dim.size));
+      fixed.setInt(k, index < 0 && dim.isStatic() ? index + dim.size : index);
+    }
+    indices = c.emitConstant(std::move(fixed), c.node.output(0) + "_indices");
+  } else {
+    indices = c.input(1);
+  }
+  Attrs attrs;
+  attrs.set("axis", Attr::makeInt(*normalized));
+  c.define(0, c.emit("take", {Operand::of(data), Operand::of(indices)}, attrs));
+  return true;
+}
+
+static bool convertExpand(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  std::optional<ShapeValue> shape = c.shapeValue(1);
+  if (!shape)
+    return c.fail("the shape (input 1) must be a constant or a shape computation that folds");
+  // ONNX broadcasts both ways: the result is broadcast(x.shape, shape).
+  const Shape &in = x->type.getShape();
+  size_t rank = std::max(in.size(), shape->elements.size());
+  std::vector<Dim> result(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    std::optional<Dim> a, b;
+    if (k + in.size() >= rank)
+      a = in[k + in.size() - rank];
+    if (k + shape->elements.size() >= rank)
+      b = shape->elements[k + shape->elements.size() - rank];
+    if (!a || (b && a->isStatic() && a->size == 1))
+      result[k] = *b;
+    else if (!b || (b->isStatic() && b->size == 1) || *a == *b)
+      result[k] = *a;
+    else
+      return c.fail("cannot broadcast " + x->type.str() + " to the given shape at dim " +
+                    std::to_string(k));
+  }
+  if (result == std::vector<Dim>(in.begin(), in.end()))
+    return c.define(0, x), true;
+  Attrs attrs;
+  attrs.set("shape", shapeList(result));
+  c.define(0, c.emit("broadcast_to", {Operand::of(x)}, attrs));
+  return true;
+}
+
+static bool convertConstantOfShape(NodeContext &c) {
+  std::optional<std::vector<int64_t>> shape = c.ints(0, "shape");
+  if (!shape)
+    return false;
+  DType dtype = DType::f32;
+  double value = 0;
+  if (const onnx::TensorProto *tensor = c.attrTensor("value")) {
+    std::string error;
+    std::shared_ptr<TensorData> data = readTensor(*tensor, c.importer.modelDirectory, error);
+    if (!data || data->getNumElements() != 1)
+      return c.fail(data ? "value must hold one element" : error);
+    dtype = data->getDType();
+    value = isFloatDType(dtype) ? data->get(0) : double(data->getInt(0));
+  }
+  for (int64_t dim : *shape)
+    if (dim < 0 || dim > kMaxDimSize)
+      return c.fail("invalid shape entry " + std::to_string(dim));
+  TensorData data(dtype, *shape);
+  for (int64_t k = 0; k < data.getNumElements(); ++k)
+    isFloatDType(dtype) ? data.set(k, value) : data.setInt(k, int64_t(value));
+  c.defineConstant(0, std::move(data));
+  return true;
+}
+
+void onnximport::registerTensorOps(std::vector<OpConverter> &table) {
+  table.insert(table.end(), {
+      {"Reshape", convertReshape},
+      {"Flatten", convertFlatten},
+      {"Transpose", convertTranspose},
+      {"Unsqueeze", convertUnsqueeze},
+      {"Squeeze", convertSqueeze},
+      {"Concat", convertConcat},
+      {"Split", convertSplit},
+      {"Slice", convertSlice},
+      {"Gather", convertGather},
+      {"Expand", convertExpand},
+      {"ConstantOfShape", convertConstantOfShape},
+  });
+}

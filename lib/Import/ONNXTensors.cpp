@@ -1,0 +1,186 @@
+//===- ONNXTensors.cpp - ONNX tensors, dtypes and shape values ------------===//
+//
+// TensorProto contents become TensorData in one copy: raw_data (and
+// external data) are little-endian in the same storage fusec uses (f16/bf16
+// as 16-bit patterns, bool as one byte); typed fields are converted element
+// by element. Writing imported weights beside a `.fir` lives here too.
+//
+//===----------------------------------------------------------------------===//
+#include "ONNXImporter.h"
+
+#include "fusec/Exec/Exec.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+
+using namespace fusec;
+using namespace fusec::onnximport;
+
+std::optional<DType> onnximport::mapDType(int64_t onnxType) {
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT: return DType::f32;
+  case onnx::TensorProto::FLOAT16: return DType::f16;
+  case onnx::TensorProto::BFLOAT16: return DType::bf16;
+  case onnx::TensorProto::INT8: return DType::i8;
+  case onnx::TensorProto::INT32: return DType::i32;
+  case onnx::TensorProto::INT64: return DType::i64;
+  case onnx::TensorProto::BOOL: return DType::boolean;
+  default: return std::nullopt;
+  }
+}
+
+llvm::StringRef onnximport::onnxTypeName(int64_t onnxType) {
+  if (onnx::TensorProto::DataType_IsValid(int(onnxType)))
+    return onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(onnxType));
+  return "an unknown element type";
+}
+
+bool ShapeValue::isStatic() const {
+  return llvm::all_of(elements, [](const Dim &dim) { return dim.isStatic(); });
+}
+
+std::optional<ShapeValue> onnximport::shapeOfConstant(const TensorData &data) {
+  if (!isIntDType(data.getDType()) || data.getShape().size() > 1 || data.getNumElements() > 64)
+    return std::nullopt;
+  ShapeValue shape;
+  shape.scalar = data.getShape().empty();
+  for (int64_t i = 0; i < data.getNumElements(); ++i)
+    shape.elements.push_back(Dim::of(data.getInt(i)));
+  return shape;
+}
+
+TensorData onnximport::tensorOfShape(const ShapeValue &shape) {
+  std::vector<int64_t> dims;
+  if (!shape.scalar)
+    dims.push_back(int64_t(shape.elements.size()));
+  TensorData data(DType::i64, dims);
+  for (size_t i = 0; i < shape.elements.size(); ++i)
+    data.setInt(int64_t(i), shape.elements[i].size);
+  return data;
+}
+
+std::optional<int64_t> onnximport::normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// The bytes of external data (`location`, `offset`, `length` entries).
+static bool readExternal(const onnx::TensorProto &tensor, llvm::StringRef modelDirectory,
+                         std::string &bytes, std::string &error) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const onnx::StringStringEntryProto &entry : tensor.external_data()) {
+    if (entry.key() == "location")
+      location = entry.value();
+    else if (entry.key() == "offset")
+      offset = std::atoll(entry.value().c_str());
+    else if (entry.key() == "length")
+      length = std::atoll(entry.value().c_str());
+  }
+  llvm::SmallString<256> path(modelDirectory);
+  llvm::sys::path::append(path, location);
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (location.empty() || !buffer) {
+    error = "cannot read the external data '" + location + "' of tensor '" + tensor.name() + "'";
+    return false;
+  }
+  llvm::StringRef all = (*buffer)->getBuffer();
+  if (offset < 0 || size_t(offset) > all.size() ||
+      (length >= 0 && size_t(offset + length) > all.size())) {
+    error = "the external data of tensor '" + tensor.name() + "' lies outside '" + location + "'";
+    return false;
+  }
+  bytes = all.substr(offset, length < 0 ? llvm::StringRef::npos : size_t(length)).str();
+  return true;
+}
+
+std::shared_ptr<TensorData> onnximport::readTensor(const onnx::TensorProto &tensor,
+                                                   llvm::StringRef modelDirectory,
+                                                   std::string &error) {
+  std::optional<DType> dtype = mapDType(tensor.data_type());
+  if (!dtype) {
+    error = "tensor '" + tensor.name() + "' has element type " +
+            onnxTypeName(tensor.data_type()).str() + ", which fusec does not support";
+    return nullptr;
+  }
+  std::vector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0 || dim > kMaxDimSize || (dim && count > kMaxDimSize / dim)) {
+      error = "tensor '" + tensor.name() + "' has an invalid shape";
+      return nullptr;
+    }
+    count *= dim;
+  }
+  auto data = std::make_shared<TensorData>(*dtype, shape);
+  size_t bytes = size_t(count) * dtypeBytes(*dtype);
+  std::string external;
+  const std::string *raw = tensor.has_raw_data() ? &tensor.raw_data() : nullptr;
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (!readExternal(tensor, modelDirectory, external, error))
+      return nullptr;
+    raw = &external;
+  }
+  auto sizeError = [&](size_t found) {
+    error = "tensor '" + tensor.name() + "' holds " + std::to_string(found) +
+            " values or bytes where its shape needs " + std::to_string(count);
+    return nullptr;
+  };
+  if (raw) {
+    if (raw->size() != bytes)
+      return sizeError(raw->size());
+    if (bytes)
+      std::memcpy(data->data(), raw->data(), bytes);
+    return data;
+  }
+  switch (*dtype) {
+  case DType::f32:
+    if (tensor.float_data_size() != count)
+      return sizeError(tensor.float_data_size());
+    if (bytes)
+      std::memcpy(data->data(), tensor.float_data().data(), bytes);
+    return data;
+  case DType::i64:
+    if (tensor.int64_data_size() != count)
+      return sizeError(tensor.int64_data_size());
+    for (int64_t i = 0; i < count; ++i)
+      data->setInt(i, tensor.int64_data(int(i)));
+    return data;
+  default:
+    // int32_data holds i32, i8 and bool values and f16/bf16 bit patterns.
+    if (tensor.int32_data_size() != count)
+      return sizeError(tensor.int32_data_size());
+    for (int64_t i = 0; i < count; ++i) {
+      int32_t value = tensor.int32_data(int(i));
+      if (*dtype == DType::f16 || *dtype == DType::bf16) {
+        uint16_t bits = uint16_t(value);
+        std::memcpy(data->data() + 2 * i, &bits, 2);
+      } else {
+        data->setInt(i, value);
+      }
+    }
+    return data;
+  }
+}
+
+std::string fusec::writeImportedWeights(const Module &module, llvm::StringRef directory) {
+  std::string problem;
+  for (const auto &function : module.functions)
+    function->forEachBinding([&](const Binding &binding) {
+      if (!problem.empty() || binding.kind != ExprKind::Constant ||
+          binding.constant->form != ConstantData::File || !binding.constant->fileContents)
+        return;
+      llvm::SmallString<256> path(directory);
+      llvm::sys::path::append(path, binding.constant->path);
+      if (std::error_code ec =
+              llvm::sys::fs::create_directories(llvm::sys::path::parent_path(path)))
+        problem = "cannot create the directory of '" + path.str().str() + "': " + ec.message();
+      else
+        problem = writeNpyFile(path, *binding.constant->fileContents);
+    });
+  return problem;
+}

@@ -61,3 +61,27 @@ try:
     config.available_features.add("cuda-driver")
 except OSError:
     pass
+
+# ONNX Runtime (onnxruntime-node, installed into build/ort by
+# test/Import/ort/install.sh, which scripts/test.sh runs): the second
+# reference of the model tests. Where it could not be installed those tests
+# are UNSUPPORTED (reported as such, never as passed).
+import shutil
+import subprocess
+ort_dir = lit_config.params.get("ort_dir",
+                                os.path.join(config.test_source_root, "build", "ort"))
+if shutil.which("node") and os.path.exists(
+        os.path.join(ort_dir, "node_modules", "onnxruntime-node", "package.json")):
+    config.available_features.add("ort")
+    config.substitutions.append(("%ort_dir", ort_dir))
+else:
+    lit_config.warning("onnxruntime-node not installed in %s: the ONNX Runtime checks "
+                       "are UNSUPPORTED" % ort_dir)
+
+# ONNX's backend node tests (Debian's libonnx-testdata) and python3-onnx to
+# read their .pb files.
+python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+if os.path.isdir("/usr/share/libonnx-testdata/data/node") and subprocess.run(
+        [python, "-c", "import onnx"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("onnx-testdata")

@@ -7,6 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+# ONNX Runtime for Node (the model tests' second reference); never fails:
+# without it those tests are UNSUPPORTED.
+test/Import/ort/install.sh build/ort
 jobs=$(nproc)
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEC_SANITIZE=ON -DFUSEC_ENABLE_FUZZER=ON \

@@ -1,6 +1,7 @@
 //===- ONNXImporter.cpp - ONNX models to fusec modules --------------------===//
 //
-// Contract: a ModelProto (opsets 13-17 of the default domain) becomes a
+// Contract: a ModelProto (opsets 13-17 of the default domain, the target;
+// older ones where the converters know the operators' older forms) becomes a
 // module with one function @main; every node is converted by its entry in
 // the operator table, or the import stops with a message naming the
 // operator type, the node and the opset. Nothing the file holds reaches an
@@ -386,10 +387,14 @@ bool Importer::run(const onnx::ModelProto &model) {
   for (const onnx::OperatorSetIdProto &entry : model.opset_import())
     if (entry.domain().empty() || entry.domain() == "ai.onnx")
       opset = entry.version();
-  if (opset < 13 || opset > 17) {
+  // Older opsets are read too: an operator whose older form has other
+  // attributes is rejected by the attribute check; the converters know the
+  // older forms that differ otherwise (axes and split as attributes before
+  // 13, Clip's limits before 11, Slice before 10, Softmax before 13).
+  if (opset < 1 || opset > 17) {
     error = opset < 0 ? "the model imports no opset of the default ONNX domain"
                       : "opset " + std::to_string(opset) +
-                            " is not supported: fusec imports opsets 13 to 17";
+                            " is not supported: fusec imports opsets up to 17";
     return false;
   }
   const onnx::GraphProto &graph = model.graph();
@@ -458,7 +463,10 @@ bool Importer::run(const onnx::ModelProto &model) {
       return error = "graph output '" + output.name() +
                      "' is not computed by the graph (or is a shape with a symbolic dim)",
              false;
-    block->outputs.push_back(value);
+    // A graph input returned as it is (Identity) is no output of the block.
+    if (value->definingBinding &&
+        llvm::find(block->outputs, value) == block->outputs.end())
+      block->outputs.push_back(value);
     function->returnValues.push_back(Operand::of(value));
     resultTypes.push_back(value->type);
   }
@@ -466,7 +474,8 @@ bool Importer::run(const onnx::ModelProto &model) {
     return error = "the graph has no outputs", false;
   function->returnsTuple = resultTypes.size() > 1;
   function->returnType = function->returnsTuple ? Type::tuple(resultTypes) : resultTypes[0];
-  function->body.push_back(std::move(item));
+  if (!block->bindings.empty())
+    function->body.push_back(std::move(item));
 
   llvm::SourceMgr sourceMgr;
   DiagEngine diag(sourceMgr);

@@ -148,17 +148,22 @@ static bool convertClip(NodeContext &c) {
     return false;
   DType dtype = x->type.getDType();
   std::optional<double> limits[2];
-  for (size_t i = 1; i <= 2; ++i) {
+  Value *bounds[2] = {nullptr, nullptr};
+  if (c.opset < 11) { // min and max attributes
+    if (c.hasAttr("min"))
+      limits[0] = c.attrFloat("min", 0);
+    if (c.hasAttr("max"))
+      limits[1] = c.attrFloat("max", 0);
+  }
+  for (size_t i = 1; i <= 2 && c.opset >= 11; ++i) {
     if (!c.hasInput(i))
       continue;
     const TensorData *data = c.constant(i);
-    if (!data || data->getNumElements() != 1)
-      return c.fail(std::string(i == 1 ? "min" : "max") +
-                    " must be a one-element constant; computed limits are not supported");
-    limits[i - 1] = isFloatDType(data->getDType()) ? data->get(0) : double(data->getInt(0));
+    if (data && data->getNumElements() == 1)
+      limits[i - 1] = isFloatDType(data->getDType()) ? data->get(0) : double(data->getInt(0));
+    else if (!(bounds[i - 1] = c.input(i)))
+      return false;
   }
-  if (!limits[0] && !limits[1]) // no limits: the identity
-    return c.define(0, x), true;
   if (limits[0] && limits[1]) {
     Attrs attrs;
     auto number = [&](double v) {
@@ -169,9 +174,18 @@ static bool convertClip(NodeContext &c) {
     c.define(0, c.emit("clip", {Operand::of(x)}, attrs));
     return true;
   }
-  c.define(0, c.emit(limits[0] ? "maximum" : "minimum",
-                     {Operand::of(x), NodeContext::literal(limits[0] ? *limits[0] : *limits[1],
-                                                           dtype)}));
+  // One limit, or limits computed at run time: maximum, then minimum.
+  Value *result = x;
+  const char *ops[2] = {"maximum", "minimum"};
+  for (int k = 0; k < 2 && result; ++k) {
+    if (!limits[k] && !bounds[k])
+      continue;
+    Operand bound = bounds[k] ? Operand::of(bounds[k]) : NodeContext::literal(*limits[k], dtype);
+    bool last = k == 1 || (!limits[1] && !bounds[1]);
+    result = c.emit(ops[k], {Operand::of(result), bound}, {},
+                    last ? c.node.output(0) : c.node.output(0) + "_low");
+  }
+  c.define(0, result);
   return true;
 }
 
@@ -248,13 +262,26 @@ static bool convertIdentity(NodeContext &c) {
 
 static bool convertDropout(NodeContext &c) {
   c.attrInt("seed", 0);
+  c.ignoreAttr("ratio"); // opsets 7-11: meaningless in inference
   if (c.hasInput(2)) {
     const TensorData *training = c.constant(2);
     if (!training || training->getInt(0) != 0)
       return c.fail("training mode is not supported (inference only)");
   }
-  if (c.hasOutput(1))
-    return c.fail("the mask output is not supported");
+  if (c.hasOutput(1)) { // the mask: all true in inference
+    Value *x = c.input(0);
+    if (!x)
+      return false;
+    TensorData yes(DType::boolean, {});
+    yes.setInt(0, 1);
+    Value *scalar = c.emitConstant(std::move(yes), c.node.output(1) + "_true");
+    std::vector<Attr> dims;
+    for (const Dim &dim : x->type.getShape())
+      dims.push_back(dim.isSymbolic() ? Attr::makeIdent(dim.symbol) : Attr::makeInt(dim.size));
+    Attrs attrs;
+    attrs.set("shape", Attr::makeList(std::move(dims)));
+    c.define(1, c.emit("broadcast_to", {Operand::of(scalar)}, attrs, c.node.output(1)));
+  }
   return convertIdentity(c);
 }
 

@@ -163,6 +163,8 @@ static bool convertGemm(NodeContext &c) {
 static bool convertBatchNorm(NodeContext &c) {
   double epsilon = c.attrFloat("epsilon", 1e-5);
   c.ignoreAttr("momentum");
+  if (c.attrInt("spatial", 1) != 1) // opsets 7-8
+    return c.fail("spatial = 0 is not supported");
   if (c.attrInt("training_mode", 0))
     return c.fail("training_mode = 1 is not supported (inference only)");
   Value *x = c.input(0);
@@ -256,9 +258,40 @@ static bool convertGlobalPool(NodeContext &c) {
 
 template <const char *Op>
 static bool convertSoftmax(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  int64_t rank = x->type.getRank();
+  std::optional<int64_t> axis = normalizeAxis(c.attrInt("axis", c.opset < 13 ? 1 : -1), rank);
+  if (!axis)
+    return c.fail("axis is out of range for rank " + std::to_string(rank));
   Attrs attrs;
-  attrs.set("axis", Attr::makeInt(c.attrInt("axis", -1)));
-  c.define(0, c.emit(Op, {Operand::of(c.input(0))}, attrs));
+  if (c.opset >= 13 || *axis == rank - 1) {
+    attrs.set("axis", Attr::makeInt(*axis));
+    c.define(0, c.emit(Op, {Operand::of(x)}, attrs));
+    return true;
+  }
+  // Before opset 13 the input is coerced to 2-D at `axis`: one softmax
+  // over all the dims from `axis` on.
+  int64_t inner = 1;
+  for (int64_t d = *axis; d < rank; ++d) {
+    const Dim &dim = x->type.getShape()[d];
+    if (dim.isSymbolic())
+      return c.fail("a softmax over the symbolic dim '" + dim.symbol + "' before opset 13");
+    inner *= dim.size;
+  }
+  std::string name = c.node.output(0);
+  Attrs flat;
+  flat.set("shape", Attr::makeList({Attr::makeInt(-1), Attr::makeInt(inner)}));
+  Value *rows = c.emit("reshape", {Operand::of(x)}, flat, name + "_rows");
+  attrs.set("axis", Attr::makeInt(1));
+  Value *result = c.emit(Op, {Operand::of(rows)}, attrs, name + "_2d");
+  std::vector<Attr> dims;
+  for (const Dim &dim : x->type.getShape())
+    dims.push_back(dim.isSymbolic() ? Attr::makeIdent(dim.symbol) : Attr::makeInt(dim.size));
+  Attrs back;
+  back.set("shape", Attr::makeList(std::move(dims)));
+  c.define(0, c.emit("reshape", {Operand::of(result)}, back));
   return true;
 }
 
@@ -291,11 +324,32 @@ static bool convertLayerNorm(NodeContext &c) {
       zeros.set(k, 0);
     bias = c.emitConstant(std::move(zeros), c.node.output(0) + "_bias");
   }
+  double epsilon = c.attrFloat("epsilon", 1e-5);
   Attrs attrs;
   attrs.set("axes", intList(axes));
-  attrs.set("epsilon", Attr::makeFloat(c.attrFloat("epsilon", 1e-5)));
+  attrs.set("epsilon", Attr::makeFloat(epsilon));
   c.define(0, c.emit("nn.layer_norm", {Operand::of(x), Operand::of(scale), Operand::of(bias)},
                      attrs));
+  if (!c.hasOutput(1) && !c.hasOutput(2))
+    return true;
+  // Mean and InvStdDev, requested: computed by ops (keepdims shapes).
+  std::string name = c.node.output(0);
+  Attrs reduce;
+  reduce.set("axis", intList(axes));
+  reduce.set("keepdims", Attr::makeBool(true));
+  Value *mean = c.emit("mean", {Operand::of(x)}, reduce,
+                       c.hasOutput(1) ? c.node.output(1) : name + "_mean");
+  Value *centered = c.emit("subtract", {Operand::of(x), Operand::of(mean)}, {}, name + "_centered");
+  Value *squared = c.emit("multiply", {Operand::of(centered), Operand::of(centered)}, {},
+                          name + "_squared");
+  Value *variance = c.emit("mean", {Operand::of(squared)}, reduce, name + "_variance");
+  Value *shifted = variance ? c.emit("add", {Operand::of(variance),
+                                             NodeContext::literal(epsilon, variance->type.getDType())},
+                                     {}, name + "_variance_eps")
+                            : nullptr;
+  c.define(1, mean);
+  c.define(2, c.emit("rsqrt", {Operand::of(shifted)}, {},
+                     c.hasOutput(2) ? c.node.output(2) : name + "_inv_std"));
   return true;
 }
 

@@ -110,6 +110,12 @@ static bool convertTranspose(NodeContext &c) {
 
 /// The axes of Squeeze/Unsqueeze: an input from opset 13.
 static std::optional<std::vector<int64_t>> axesInput(NodeContext &c, bool required) {
+  if (c.opset < 13) { // an attribute before opset 13
+    std::optional<std::vector<int64_t>> axes = c.attrInts("axes");
+    if (!axes && required)
+      c.fail("the axes attribute is required");
+    return axes;
+  }
   if (c.hasInput(1))
     return c.ints(1, "axes");
   if (required)
@@ -188,10 +194,12 @@ static bool convertSplit(NodeContext &c) {
     return c.fail("axis is out of range for rank " + std::to_string(rank));
   size_t parts = c.numOutputs();
   Attr split = Attr::makeInt(int64_t(parts));
-  if (c.hasInput(1)) {
-    std::optional<std::vector<int64_t>> sizes = c.ints(1, "split");
-    if (!sizes)
-      return false;
+  std::optional<std::vector<int64_t>> sizes;
+  if (c.opset < 13)
+    sizes = c.attrInts("split");
+  else if (c.hasInput(1) && !(sizes = c.ints(1, "split")))
+    return false;
+  if (sizes) {
     if (sizes->size() != parts)
       return c.fail("split has " + std::to_string(sizes->size()) + " sizes for " +
                     std::to_string(parts) + " outputs");
@@ -233,20 +241,25 @@ static bool convertSplit(NodeContext &c) {
 }
 
 static bool convertSlice(NodeContext &c) {
-  std::optional<std::vector<int64_t>> starts = c.ints(1, "starts");
-  std::optional<std::vector<int64_t>> ends = starts ? c.ints(2, "ends") : std::nullopt;
+  bool attributes = c.opset < 10; // starts, ends and axes attributes
+  std::optional<std::vector<int64_t>> starts =
+      attributes ? c.attrInts("starts") : c.ints(1, "starts");
+  std::optional<std::vector<int64_t>> ends =
+      attributes ? c.attrInts("ends") : starts ? c.ints(2, "ends") : std::nullopt;
   if (!starts || !ends)
-    return false;
+    return attributes ? c.fail("starts and ends are required") : false;
   std::vector<int64_t> axes, steps(starts->size(), 1);
   for (size_t k = 0; k < starts->size(); ++k)
     axes.push_back(int64_t(k));
-  if (c.hasInput(3)) {
+  if (attributes && c.hasAttr("axes")) {
+    axes = *c.attrInts("axes");
+  } else if (!attributes && c.hasInput(3)) {
     std::optional<std::vector<int64_t>> given = c.ints(3, "axes");
     if (!given)
       return false;
     axes = *given;
   }
-  if (c.hasInput(4)) {
+  if (!attributes && c.hasInput(4)) {
     std::optional<std::vector<int64_t>> given = c.ints(4, "steps");
     if (!given)
       return false;

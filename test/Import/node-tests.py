@@ -240,8 +240,9 @@ def run_test(t, args, work):
                 np.save(npys[-1], arr)
             odir = os.path.join(d, "out%d" % k)
             os.makedirs(odir)
-            rc, out = run([args.fusec_run, fir, "--inputs=" + ",".join(npys),
-                           "--outputs=" + odir], log)
+            rc, out = run([args.fusec_run, fir] +
+                          (["--inputs=" + ",".join(npys)] if npys else []) +
+                          ["--outputs=" + odir], log)
             if rc is None:
                 return "fail", "fusec-run " + out, log
             if rc != 0:

@@ -5,6 +5,8 @@
 # "ORT is unavailable: ..." and exits 0, so tests can skip ORT checks.
 # Override the version with ORT_NODE_VERSION.
 DIR=${1:?usage: install.sh DIR}
+# require() takes a relative path for a module name: make DIR absolute.
+mkdir -p "$DIR" 2>/dev/null && DIR=$(cd "$DIR" && pwd)
 VER=${ORT_NODE_VERSION:-1.30.0}
 PKG="$DIR/node_modules/onnxruntime-node"
 

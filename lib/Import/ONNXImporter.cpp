@@ -47,9 +47,13 @@ bool NodeContext::hasOutput(size_t i) const {
 }
 
 bool NodeContext::fail(const llvm::Twine &message) {
+  // A node without a name is named by its first output.
+  std::string which = !node.name().empty() ? "node '" + node.name() + "'"
+                      : node.output_size()  ? "the node computing '" + node.output(0) + "'"
+                                            : std::string("a node without name or outputs");
   if (importer.error.empty())
-    importer.error = "node '" + node.name() + "' (" + node.op_type() + ", opset " +
-                     std::to_string(opset) + "): " + message.str();
+    importer.error = which + " (" + node.op_type() + ", opset " + std::to_string(opset) +
+                     "): " + message.str();
   return false;
 }
 

@@ -151,6 +151,10 @@ llvm::StringRef onnxTypeName(int64_t onnxType);
 std::optional<ShapeValue> shapeOfConstant(const TensorData &data);
 /// A static shape value as an i64 tensor.
 TensorData tensorOfShape(const ShapeValue &shape);
+/// `[1, 2, 3]` as an attribute.
+Attr makeIntList(const std::vector<int64_t> &values);
+/// A shape attribute: ints, and symbolic dims by name (`[batch, -1]`).
+Attr makeShapeList(const std::vector<Dim> &dims);
 /// Normalizes `axis` against `rank` (negative counts from the end).
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 

@@ -275,11 +275,8 @@ static bool convertDropout(NodeContext &c) {
     TensorData yes(DType::boolean, {});
     yes.setInt(0, 1);
     Value *scalar = c.emitConstant(std::move(yes), c.node.output(1) + "_true");
-    std::vector<Attr> dims;
-    for (const Dim &dim : x->type.getShape())
-      dims.push_back(dim.isSymbolic() ? Attr::makeIdent(dim.symbol) : Attr::makeInt(dim.size));
     Attrs attrs;
-    attrs.set("shape", Attr::makeList(std::move(dims)));
+    attrs.set("shape", makeShapeList(x->type.getShape()));
     c.define(1, c.emit("broadcast_to", {Operand::of(scalar)}, attrs, c.node.output(1)));
   }
   return convertIdentity(c);

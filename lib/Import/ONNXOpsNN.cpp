@@ -21,13 +21,6 @@
 using namespace fusec;
 using namespace fusec::onnximport;
 
-static Attr intList(const std::vector<int64_t> &values) {
-  std::vector<Attr> items;
-  for (int64_t v : values)
-    items.push_back(Attr::makeInt(v));
-  return Attr::makeList(std::move(items));
-}
-
 /// A [C] vector as a tensor broadcasting against [N, C, spatial...]:
 /// reshaped if constant, else expand_dims.
 static Value *perChannel(NodeContext &c, size_t i, int64_t rank, llvm::StringRef hint) {
@@ -45,7 +38,7 @@ static Value *perChannel(NodeContext &c, size_t i, int64_t rank, llvm::StringRef
   for (int64_t d = 2; d < rank; ++d)
     axes.push_back(d);
   Attrs attrs;
-  attrs.set("axis", intList(axes));
+  attrs.set("axis", makeIntList(axes));
   return c.emit("expand_dims", {Operand::of(c.input(i))}, attrs, hint);
 }
 
@@ -110,9 +103,9 @@ static bool convertConv(NodeContext &c) {
   if (!readWindow(c, x->type, window))
     return false;
   Attrs attrs;
-  attrs.set("strides", intList(window.strides));
-  attrs.set("padding", intList(window.pads));
-  attrs.set("dilation", intList(window.dilations));
+  attrs.set("strides", makeIntList(window.strides));
+  attrs.set("padding", makeIntList(window.pads));
+  attrs.set("dilation", makeIntList(window.dilations));
   attrs.set("groups", Attr::makeInt(c.attrInt("group", 1)));
   std::string name = c.node.output(0);
   Value *conv = c.emit("nn.conv2d", {Operand::of(x), Operand::of(w)}, attrs,
@@ -224,10 +217,10 @@ static bool convertPool(NodeContext &c) {
   if (!readWindow(c, x->type, window))
     return false;
   Attrs attrs;
-  attrs.set("pool_size", intList(window.kernel));
-  attrs.set("strides", intList(window.strides));
-  attrs.set("padding", intList(window.pads));
-  attrs.set("dilation", intList(window.dilations));
+  attrs.set("pool_size", makeIntList(window.kernel));
+  attrs.set("strides", makeIntList(window.strides));
+  attrs.set("padding", makeIntList(window.pads));
+  attrs.set("dilation", makeIntList(window.dilations));
   attrs.set("ceil_mode", Attr::makeBool(c.attrInt("ceil_mode", 0) != 0));
   if (IsMax && c.attrInt("storage_order", 0) != 0)
     return c.fail("storage_order = 1 is not supported");
@@ -250,7 +243,7 @@ static bool convertGlobalPool(NodeContext &c) {
   for (int64_t d = 2; d < x->type.getRank(); ++d)
     axes.push_back(d);
   Attrs attrs;
-  attrs.set("axis", intList(axes));
+  attrs.set("axis", makeIntList(axes));
   attrs.set("keepdims", Attr::makeBool(true));
   c.define(0, c.emit(Op, {Operand::of(x)}, attrs));
   return true;
@@ -286,11 +279,8 @@ static bool convertSoftmax(NodeContext &c) {
   Value *rows = c.emit("reshape", {Operand::of(x)}, flat, name + "_rows");
   attrs.set("axis", Attr::makeInt(1));
   Value *result = c.emit(Op, {Operand::of(rows)}, attrs, name + "_2d");
-  std::vector<Attr> dims;
-  for (const Dim &dim : x->type.getShape())
-    dims.push_back(dim.isSymbolic() ? Attr::makeIdent(dim.symbol) : Attr::makeInt(dim.size));
   Attrs back;
-  back.set("shape", Attr::makeList(std::move(dims)));
+  back.set("shape", makeShapeList(x->type.getShape()));
   c.define(0, c.emit("reshape", {Operand::of(result)}, back));
   return true;
 }
@@ -326,7 +316,7 @@ static bool convertLayerNorm(NodeContext &c) {
   }
   double epsilon = c.attrFloat("epsilon", 1e-5);
   Attrs attrs;
-  attrs.set("axes", intList(axes));
+  attrs.set("axes", makeIntList(axes));
   attrs.set("epsilon", Attr::makeFloat(epsilon));
   c.define(0, c.emit("nn.layer_norm", {Operand::of(x), Operand::of(scale), Operand::of(bias)},
                      attrs));
@@ -335,7 +325,7 @@ static bool convertLayerNorm(NodeContext &c) {
   // Mean and InvStdDev, requested: computed by ops (keepdims shapes).
   std::string name = c.node.output(0);
   Attrs reduce;
-  reduce.set("axis", intList(axes));
+  reduce.set("axis", makeIntList(axes));
   reduce.set("keepdims", Attr::makeBool(true));
   Value *mean = c.emit("mean", {Operand::of(x)}, reduce,
                        c.hasOutput(1) ? c.node.output(1) : name + "_mean");
@@ -370,7 +360,7 @@ static bool convertReduce(NodeContext &c) {
     return c.define(0, x), true;
   Attrs attrs;
   if (axes && !axes->empty())
-    attrs.set("axis", intList(*axes));
+    attrs.set("axis", makeIntList(*axes));
   attrs.set("keepdims", Attr::makeBool(keepdims));
   c.define(0, c.emit(Op, {Operand::of(x)}, attrs));
   return true;

@@ -15,21 +15,6 @@
 using namespace fusec;
 using namespace fusec::onnximport;
 
-static Attr intList(const std::vector<int64_t> &values) {
-  std::vector<Attr> items;
-  for (int64_t v : values)
-    items.push_back(Attr::makeInt(v));
-  return Attr::makeList(std::move(items));
-}
-
-/// A shape attribute: ints and symbolic dim names.
-static Attr shapeList(const std::vector<Dim> &dims) {
-  std::vector<Attr> items;
-  for (const Dim &dim : dims)
-    items.push_back(dim.isSymbolic() ? Attr::makeIdent(dim.symbol) : Attr::makeInt(dim.size));
-  return Attr::makeList(std::move(items));
-}
-
 /// Whether input 0 is a shape value that the node may fold (no FIR value).
 static std::optional<ShapeValue> foldable(NodeContext &c) {
   if (c.typeOf(0))
@@ -57,7 +42,7 @@ static bool convertReshape(NodeContext &c) {
     }
   }
   Attrs attrs;
-  attrs.set("shape", shapeList(dims));
+  attrs.set("shape", makeShapeList(dims));
   c.define(0, c.emit("reshape", {Operand::of(x)}, attrs));
   return true;
 }
@@ -95,7 +80,7 @@ static bool convertFlatten(NodeContext &c) {
     return c.fail("both sides of the flattening hold symbolic dims");
   std::vector<Dim> dims{left ? *left : Dim::of(-1), right ? *right : Dim::of(-1)};
   Attrs attrs;
-  attrs.set("shape", shapeList(dims));
+  attrs.set("shape", makeShapeList(dims));
   c.define(0, c.emit("reshape", {Operand::of(x)}, attrs));
   return true;
 }
@@ -103,7 +88,7 @@ static bool convertFlatten(NodeContext &c) {
 static bool convertTranspose(NodeContext &c) {
   Attrs attrs;
   if (std::optional<std::vector<int64_t>> perm = c.attrInts("perm"))
-    attrs.set("axes", intList(*perm));
+    attrs.set("axes", makeIntList(*perm));
   c.define(0, c.emit("permute_dims", {Operand::of(c.input(0))}, attrs));
   return true;
 }
@@ -135,7 +120,7 @@ static bool convertUnsqueeze(NodeContext &c) {
     return true;
   }
   Attrs attrs;
-  attrs.set("axis", intList(*axes));
+  attrs.set("axis", makeIntList(*axes));
   c.define(0, c.emit("expand_dims", {Operand::of(c.input(0))}, attrs));
   return true;
 }
@@ -152,7 +137,7 @@ static bool convertSqueeze(NodeContext &c) {
   }
   Attrs attrs;
   if (axes)
-    attrs.set("axis", intList(*axes));
+    attrs.set("axis", makeIntList(*axes));
   c.define(0, c.emit("squeeze", {Operand::of(c.input(0))}, attrs));
   return true;
 }
@@ -215,7 +200,7 @@ static bool convertSplit(NodeContext &c) {
     if (dim.isSymbolic() || dim.size != total)
       return c.fail("split sizes add up to " + std::to_string(total) + ", not the axis' size " +
                     dim.str());
-    split = intList(indices);
+    split = makeIntList(indices);
   }
   if (parts == 1)
     return c.define(0, x), true;
@@ -287,10 +272,10 @@ static bool convertSlice(NodeContext &c) {
     return true;
   }
   Attrs attrs;
-  attrs.set("axes", intList(axes));
-  attrs.set("begin", intList(*starts));
-  attrs.set("end", intList(*ends));
-  attrs.set("strides", intList(steps));
+  attrs.set("axes", makeIntList(axes));
+  attrs.set("begin", makeIntList(*starts));
+  attrs.set("end", makeIntList(*ends));
+  attrs.set("strides", makeIntList(steps));
   c.define(0, c.emit("strided_slice", {Operand::of(c.input(0))}, attrs));
   return true;
 }
@@ -371,7 +356,7 @@ static bool convertExpand(NodeContext &c) {
   if (result == std::vector<Dim>(in.begin(), in.end()))
     return c.define(0, x), true;
   Attrs attrs;
-  attrs.set("shape", shapeList(result));
+  attrs.set("shape", makeShapeList(result));
   c.define(0, c.emit("broadcast_to", {Operand::of(x)}, attrs));
   return true;
 }

@@ -62,6 +62,20 @@ TensorData onnximport::tensorOfShape(const ShapeValue &shape) {
   return data;
 }
 
+Attr onnximport::makeIntList(const std::vector<int64_t> &values) {
+  std::vector<Attr> items;
+  for (int64_t v : values)
+    items.push_back(Attr::makeInt(v));
+  return Attr::makeList(std::move(items));
+}
+
+Attr onnximport::makeShapeList(const std::vector<Dim> &dims) {
+  std::vector<Attr> items;
+  for (const Dim &dim : dims)
+    items.push_back(dim.isSymbolic() ? Attr::makeIdent(dim.symbol) : Attr::makeInt(dim.size));
+  return Attr::makeList(std::move(items));
+}
+
 std::optional<int64_t> onnximport::normalizeAxis(int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
     return std::nullopt;

@@ -212,6 +212,22 @@ Value *NodeContext::emitConstant(TensorData data, llvm::StringRef nameHint) {
   return importer.materialize(name);
 }
 
+Value *NodeContext::emitSplat(double value, DType dtype, const Shape &shape,
+                             llvm::StringRef nameHint) {
+  if (!importer.error.empty())
+    return nullptr;
+  auto binding = std::make_unique<Binding>();
+  binding->kind = ExprKind::Constant;
+  binding->constant = std::make_unique<ConstantData>();
+  binding->constant->form = ConstantData::Splat;
+  binding->constant->values.push_back(literal(value, dtype).literal);
+  binding->result = std::make_unique<Value>();
+  binding->result->type = Type::tensor(dtype, shape);
+  binding->writtenType = binding->result->type;
+  std::string problem;
+  return importer.addBinding(std::move(binding), nameHint, problem);
+}
+
 void NodeContext::define(size_t i, Value *value) {
   if (hasOutput(i) && value)
     importer.values[node.output(int(i))] = value;
@@ -323,6 +339,11 @@ Value *Importer::materialize(const std::string &name) {
   if (data->getShape().empty()) {
     constant.form = ConstantData::Scalar;
     constant.values.push_back(denseValue(*data, 0, index));
+  } else if (data->getNumElements() == 0) {
+    constant.form = ConstantData::Splat; // no elements: any value
+    constant.values.push_back(isFloatDType(data->getDType()) ? Attr::makeFloat(0)
+                              : data->getDType() == DType::boolean ? Attr::makeBool(false)
+                                                                   : Attr::makeInt(0));
   } else if (data->getNumElements() > 0 && data->getNumElements() <= options.inlineElements) {
     constant.form = ConstantData::Dense;
     constant.values.push_back(denseValue(*data, 0, index));
@@ -352,7 +373,7 @@ static std::optional<Type> typeOfInput(const onnx::ValueInfoProto &info, std::st
   std::optional<DType> dtype = mapDType(type.tensor_type().elem_type());
   if (!dtype) {
     error = "graph input '" + info.name() + "' has element type " +
-            onnxTypeName(type.tensor_type().elem_type()).str() +
+            onnxTypeName(type.tensor_type().elem_type()) +
             ", which fusec does not support";
     return std::nullopt;
   }
@@ -361,7 +382,13 @@ static std::optional<Type> typeOfInput(const onnx::ValueInfoProto &info, std::st
     return std::nullopt;
   }
   Shape shape;
+  int64_t elements = 1;
   for (const onnx::TensorShapeProto::Dimension &dim : type.tensor_type().shape().dim()) {
+    if (dim.has_dim_value() && dim.dim_value() >= 0 &&
+        __builtin_mul_overflow(elements, dim.dim_value(), &elements)) {
+      error = "graph input '" + info.name() + "' has more elements than fit in i64";
+      return std::nullopt;
+    }
     if (dim.has_dim_value() && dim.dim_value() >= 0 && dim.dim_value() <= kMaxDimSize)
       shape.push_back(Dim::of(dim.dim_value()));
     else if (dim.has_dim_param() && !dim.dim_param().empty())
@@ -398,7 +425,7 @@ bool Importer::run(const onnx::ModelProto &model) {
   if (opset < 1 || opset > 17) {
     error = opset < 0 ? "the model imports no opset of the default ONNX domain"
                       : "opset " + std::to_string(opset) +
-                            " is not supported: fusec imports opsets up to 17";
+                            " is not supported: fusec imports opsets 1 to 17";
     return false;
   }
   const onnx::GraphProto &graph = model.graph();
@@ -440,10 +467,20 @@ bool Importer::run(const onnx::ModelProto &model) {
   for (const onnx::NodeProto &node : graph.node()) {
     NodeContext context(*this, node, opset);
     if (!node.domain().empty() && node.domain() != "ai.onnx")
-      return context.fail("operators of domain '" + node.domain() + "' are not supported");
+      return error = "node '" + node.name() + "' (" + node.domain() + "." + node.op_type() +
+                     "): operators of domain '" + node.domain() + "' are not supported",
+             false;
+    // Every ONNX operator has an output; converters may name bindings by it.
+    if (node.output_size() == 0 || node.output(0).empty())
+      return context.fail("the node has no (first) output");
     auto converter = byType.find(node.op_type());
     if (converter == byType.end())
       return context.fail("unsupported ONNX operator '" + node.op_type() + "'");
+    for (const std::string &output : node.output())
+      if (!output.empty() && (values.count(output) || constants.count(output) ||
+                              shapes.count(output)))
+        return context.fail("its output '" + output +
+                            "' is already defined (ONNX names are assigned once)");
     if (!converter->second(context) || !error.empty())
       return context.fail("cannot be converted");
     for (const onnx::AttributeProto &attr : node.attribute())
@@ -505,9 +542,11 @@ std::unique_ptr<Module> fusec::importONNX(llvm::StringRef path, const ONNXImport
   google::protobuf::io::CodedInputStream stream(
       reinterpret_cast<const uint8_t *>(bytes.data()), int(std::min<size_t>(bytes.size(), INT32_MAX)));
   stream.SetTotalBytesLimit(INT32_MAX);
-  if (bytes.size() > size_t(INT32_MAX) || !model.ParseFromCodedStream(&stream) ||
-      !stream.ConsumedEntireMessage()) {
-    error = "'" + path.str() + "' is not an ONNX model (protobuf ModelProto) or is truncated";
+  if (bytes.empty() || bytes.size() > size_t(INT32_MAX) || !model.ParseFromCodedStream(&stream) ||
+      !stream.ConsumedEntireMessage() || !model.has_graph()) {
+    error = path.str() + ": " +
+            (bytes.empty() ? "the file is empty, not an ONNX model"
+                           : "not an ONNX model (a protobuf ModelProto with a graph), or truncated");
     return nullptr;
   }
   auto module = std::make_unique<Module>();
@@ -515,7 +554,12 @@ std::unique_ptr<Module> fusec::importONNX(llvm::StringRef path, const ONNXImport
   module->sourceDirectory = directory.empty() ? "." : directory;
   Importer importer(*module, options, module->sourceDirectory);
   if (!importer.run(model)) {
-    error = path.str() + ": " + importer.error;
+    // Names come from the file: escape what would break the message's line.
+    std::string printable;
+    for (unsigned char c : importer.error)
+      printable += c >= 0x20 && c < 0x7f ? std::string(1, char(c))
+                                         : "\\x" + llvm::utohexstr(c, true, 2);
+    error = path.str() + ": " + printable;
     return nullptr;
   }
   return module;

@@ -85,6 +85,8 @@ public:
   Value *emit(llvm::StringRef op, std::vector<Operand> operands, Attrs attrs = {},
               llvm::StringRef nameHint = {});
   Value *emitConstant(TensorData data, llvm::StringRef nameHint);
+  /// `constant splat<value> : dtype[shape]`: nothing allocated at import.
+  Value *emitSplat(double value, DType dtype, const Shape &shape, llvm::StringRef nameHint);
   /// A scalar literal operand (a 0-d constant of the other operand's dtype).
   static Operand literal(double value, DType dtype);
   /// Output `i` of the node is `value` / a constant / a shape value.
@@ -145,7 +147,7 @@ std::shared_ptr<TensorData> readTensor(const onnx::TensorProto &tensor,
                                        llvm::StringRef modelDirectory, std::string &error);
 /// The FIR dtype of an ONNX TensorProto::DataType, if fusec has one.
 std::optional<DType> mapDType(int64_t onnxType);
-llvm::StringRef onnxTypeName(int64_t onnxType);
+std::string onnxTypeName(int64_t onnxType);
 /// A constant's contents as a shape value, when it is an int tensor of
 /// rank <= 1.
 std::optional<ShapeValue> shapeOfConstant(const TensorData &data);

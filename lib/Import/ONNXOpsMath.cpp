@@ -74,16 +74,21 @@ static bool foldShapeArithmetic(NodeContext &c, llvm::StringRef op) {
       continue;
     }
     int64_t value = 0;
+    bool overflow = false;
     if (op == "Add")
-      value = x.size + y.size;
+      overflow = __builtin_add_overflow(x.size, y.size, &value);
     else if (op == "Sub")
-      value = x.size - y.size;
+      overflow = __builtin_sub_overflow(x.size, y.size, &value);
     else if (op == "Mul")
-      value = x.size * y.size;
+      overflow = __builtin_mul_overflow(x.size, y.size, &value);
     else if (y.size == 0)
       return c.fail("integer division by zero in a shape computation");
+    else if (x.size == INT64_MIN && y.size == -1)
+      overflow = true;
     else
       value = x.size / y.size; // ONNX: integer division truncates
+    if (overflow)
+      return c.fail("int64 overflow in a shape computation");
     result.elements.push_back(Dim::of(value));
   }
   c.defineShape(0, result);
@@ -206,8 +211,14 @@ static bool convertCast(NodeContext &c) {
       isFloatDType(data->getDType()) ? cast.set(i, data->get(i))
                                      : cast.setInt(i, data->getInt(i));
     if (isIntDType(*dtype) && isFloatDType(data->getDType()))
-      for (int64_t i = 0; i < data->getNumElements(); ++i)
-        cast.setInt(i, int64_t(std::trunc(data->get(i))));
+      for (int64_t i = 0; i < data->getNumElements(); ++i) {
+        double value = std::trunc(data->get(i));
+        // -2^63 <= value < 2^63: anything else (NaN, inf) has no int value.
+        if (!(value >= -9223372036854775808.0 && value < 9223372036854775808.0))
+          return c.fail("cannot cast the constant " + std::to_string(data->get(i)) + " to " +
+                        dtypeName(*dtype).str());
+        cast.setInt(i, int64_t(value));
+      }
     c.defineConstant(0, std::move(cast));
     return true;
   }
@@ -231,10 +242,12 @@ static bool convertWhere(NodeContext &c) {
 static bool convertLeakyRelu(NodeContext &c) {
   double alpha = c.attrFloat("alpha", 0.01);
   if (alpha < 0 || alpha > 1)
-    return c.fail("alpha = " + std::to_string(alpha) + " outside [0, 1] is not supported");
+    return c.fail("alpha = " + formatScalar(alpha, DType::f32) + " outside [0, 1] is not supported");
   Value *x = c.input(0);
   if (!x)
     return false;
+  if (!isFloatDType(x->type.getDType()))
+    return c.fail("LeakyRelu needs a float input, not " + x->type.str());
   Value *scaled = c.emit("multiply", {Operand::of(x), NodeContext::literal(alpha, x->type.getDType())},
                          {}, c.node.output(0) + "_scaled");
   c.define(0, c.emit("maximum", {Operand::of(x), Operand::of(scaled)}));
@@ -250,6 +263,8 @@ static bool convertReciprocal(NodeContext &c) {
 }
 
 static bool convertIdentity(NodeContext &c) {
+  if (!c.hasInput(0))
+    return c.fail("input 0 is missing");
   const std::string &name = c.node.input(0);
   if (c.importer.shapes.count(name))
     c.defineShape(0, c.importer.shapes[name]);
@@ -265,7 +280,7 @@ static bool convertDropout(NodeContext &c) {
   c.ignoreAttr("ratio"); // opsets 7-11: meaningless in inference
   if (c.hasInput(2)) {
     const TensorData *training = c.constant(2);
-    if (!training || training->getInt(0) != 0)
+    if (!training || training->getNumElements() != 1 || training->getInt(0) != 0)
       return c.fail("training mode is not supported (inference only)");
   }
   if (c.hasOutput(1)) { // the mask: all true in inference
@@ -327,7 +342,8 @@ static bool convertShape(NodeContext &c) {
     for (int64_t dim : data->getShape())
       dims.push_back(Dim::of(dim));
   } else {
-    return c.fail("the shape of input '" + c.node.input(0) + "' is not known");
+    return c.fail(c.hasInput(0) ? "the shape of input '" + c.node.input(0) + "' is not known"
+                                : std::string("input 0 is missing"));
   }
   int64_t rank = int64_t(dims.size());
   auto clampAxis = [&](int64_t axis) {

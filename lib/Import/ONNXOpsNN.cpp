@@ -61,12 +61,20 @@ static bool readWindow(NodeContext &c, const Type &x, Window &w) {
   if (w.kernel.size() != 2 || w.strides.size() != 2 || w.dilations.size() != 2 ||
       w.pads.size() != 4)
     return c.fail("kernel_shape, strides and dilations need 2 values and pads 4");
+  // Bounded so that no window arithmetic below (or in the op's inference)
+  // can overflow.
   for (int64_t v : w.strides)
-    if (v < 1)
-      return c.fail("strides must be positive");
+    if (v < 1 || v > kMaxDimSize)
+      return c.fail("strides must be in [1, 2^40]");
   for (int64_t v : w.dilations)
-    if (v < 1)
-      return c.fail("dilations must be positive");
+    if (v < 1 || v > kMaxDimSize)
+      return c.fail("dilations must be in [1, 2^40]");
+  for (int64_t v : w.kernel)
+    if (v < 1 || v > kMaxDimSize)
+      return c.fail("kernel sizes must be in [1, 2^40]");
+  for (int64_t v : w.pads)
+    if (v < 0 || v > kMaxDimSize)
+      return c.fail("pads must be in [0, 2^40]");
   std::string autoPad = c.attrString("auto_pad", "NOTSET");
   if (autoPad == "VALID") {
     w.pads = {0, 0, 0, 0};
@@ -76,9 +84,12 @@ static bool readWindow(NodeContext &c, const Type &x, Window &w) {
       if (in.isSymbolic())
         return c.fail("auto_pad " + autoPad + " on the symbolic dim '" + in.symbol +
                       "' is not supported");
-      int64_t out = (in.size + w.strides[d] - 1) / w.strides[d];
-      int64_t total = std::max<int64_t>(
-          0, (out - 1) * w.strides[d] + (w.kernel[d] - 1) * w.dilations[d] + 1 - in.size);
+      __int128 out = (in.size + w.strides[d] - 1) / w.strides[d];
+      __int128 needed =
+          (out - 1) * w.strides[d] + __int128(w.kernel[d] - 1) * w.dilations[d] + 1 - in.size;
+      if (needed > kMaxDimSize)
+        return c.fail("auto_pad " + autoPad + " would need more than 2^40 of padding");
+      int64_t total = std::max<int64_t>(0, int64_t(needed));
       int64_t small = total / 2, large = total - small;
       w.pads[d] = autoPad == "SAME_UPPER" ? small : large;
       w.pads[2 + d] = autoPad == "SAME_UPPER" ? large : small;
@@ -135,6 +146,10 @@ static bool convertGemm(NodeContext &c) {
   if (c.attrInt("transB", 0))
     b = c.emit("permute_dims", {Operand::of(b)}, {}, name + "_bt");
   double alpha = c.attrFloat("alpha", 1.0), beta = c.attrFloat("beta", 1.0);
+  if (!isFloatDType(a->type.getDType()) &&
+      (alpha != std::trunc(alpha) || beta != std::trunc(beta)))
+    return c.fail("alpha and beta must be integers for " + dtypeName(a->type.getDType()).str() +
+                  " operands");
   bool hasC = c.hasInput(2) && beta != 0;
   Value *product = c.emit("matmul", {Operand::of(a), Operand::of(b)}, {},
                           alpha != 1 || hasC ? name + "_mm" : name);
@@ -271,7 +286,8 @@ static bool convertSoftmax(NodeContext &c) {
     const Dim &dim = x->type.getShape()[d];
     if (dim.isSymbolic())
       return c.fail("a softmax over the symbolic dim '" + dim.symbol + "' before opset 13");
-    inner *= dim.size;
+    if (__builtin_mul_overflow(inner, dim.size, &inner))
+      return c.fail("more elements than fit in i64");
   }
   std::string name = c.node.output(0);
   Attrs flat;
@@ -301,18 +317,10 @@ static bool convertLayerNorm(NodeContext &c) {
   if (c.hasInput(2)) {
     bias = c.input(2);
   } else {
-    std::vector<int64_t> shape;
-    for (int64_t d : axes) {
-      const Dim &dim = x->type.getShape()[d];
-      if (dim.isSymbolic())
-        return c.fail("a missing bias over the symbolic dim '" + dim.symbol +
-                      "' is not supported");
-      shape.push_back(dim.size);
-    }
-    TensorData zeros(x->type.getDType(), shape);
-    for (int64_t k = 0; k < zeros.getNumElements(); ++k)
-      zeros.set(k, 0);
-    bias = c.emitConstant(std::move(zeros), c.node.output(0) + "_bias");
+    Shape shape;
+    for (int64_t d : axes)
+      shape.push_back(x->type.getShape()[d]);
+    bias = c.emitSplat(0, x->type.getDType(), shape, c.node.output(0) + "_bias");
   }
   double epsilon = c.attrFloat("epsilon", 1e-5);
   Attrs attrs;

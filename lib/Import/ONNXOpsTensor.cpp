@@ -64,9 +64,11 @@ static bool convertFlatten(NodeContext &c) {
     std::optional<Dim> symbol;
     for (int64_t d = begin; d < end; ++d) {
       const Dim &dim = x->type.getShape()[d];
+      if (dim.isStatic() && __builtin_mul_overflow(product, dim.size, &product))
+        return std::nullopt;
       if (dim.isStatic())
-        product *= dim.size;
-      else if (symbol)
+        continue;
+      if (symbol)
         return std::nullopt;
       else
         symbol = dim;
@@ -77,7 +79,8 @@ static bool convertFlatten(NodeContext &c) {
   };
   std::optional<Dim> left = side(0, axis), right = side(axis, rank);
   if (!left && !right)
-    return c.fail("both sides of the flattening hold symbolic dims");
+    return c.fail("both sides of the flattening hold symbolic dims, or more elements "
+                  "than fit in i64");
   std::vector<Dim> dims{left ? *left : Dim::of(-1), right ? *right : Dim::of(-1)};
   Attrs attrs;
   attrs.set("shape", makeShapeList(dims));
@@ -190,17 +193,25 @@ static bool convertSplit(NodeContext &c) {
                     std::to_string(parts) + " outputs");
     std::vector<int64_t> indices;
     int64_t at = 0;
-    for (size_t k = 0; k + 1 < sizes->size(); ++k) {
-      if ((*sizes)[k] < 0)
-        return c.fail("split sizes must not be negative");
-      indices.push_back(at += (*sizes)[k]);
+    for (size_t k = 0; k < sizes->size(); ++k) {
+      if ((*sizes)[k] < 0 || (*sizes)[k] > kMaxDimSize)
+        return c.fail("split size " + std::to_string((*sizes)[k]) + " is invalid");
+      at += (*sizes)[k];
+      if (k + 1 < sizes->size())
+        indices.push_back(at);
     }
     const Dim &dim = x->type.getShape()[*axis];
-    int64_t total = at + sizes->back();
+    int64_t total = at;
     if (dim.isSymbolic() || dim.size != total)
       return c.fail("split sizes add up to " + std::to_string(total) + ", not the axis' size " +
                     dim.str());
     split = makeIntList(indices);
+  }
+  if (!sizes) {
+    const Dim &dim = x->type.getShape()[*axis];
+    if (dim.isStatic() && dim.size % int64_t(parts) != 0)
+      return c.fail("the axis' size " + std::to_string(dim.size) + " does not split into " +
+                    std::to_string(parts) + " equal parts");
   }
   if (parts == 1)
     return c.define(0, x), true;
@@ -261,13 +272,16 @@ static bool convertSlice(NodeContext &c) {
       return c.fail("steps must not be 0");
     auto clampIndex = [&](int64_t i, bool isEnd) {
       if (i < 0)
-        i += n;
+        i = i < -n ? -1 : i + n;
       return step > 0 ? std::clamp<int64_t>(i, 0, n) : std::clamp<int64_t>(i, -1, n - 1);
     };
     ShapeValue result;
     int64_t begin = clampIndex((*starts)[0], false), end = clampIndex((*ends)[0], true);
-    for (int64_t i = begin; step > 0 ? i < end : i > end; i += step)
+    for (int64_t i = begin; step > 0 ? i < end : i > end;) {
       result.elements.push_back(shape->elements[i]);
+      if (__builtin_add_overflow(i, step, &i))
+        break;
+    }
     c.defineShape(0, result);
     return true;
   }
@@ -375,9 +389,16 @@ static bool convertConstantOfShape(NodeContext &c) {
     dtype = data->getDType();
     value = isFloatDType(dtype) ? data->get(0) : double(data->getInt(0));
   }
-  for (int64_t dim : *shape)
-    if (dim < 0 || dim > kMaxDimSize)
+  Shape dims;
+  int64_t count = 1;
+  for (int64_t dim : *shape) {
+    if (dim < 0 || dim > kMaxDimSize || (dim && count > kMaxDimSize / dim))
       return c.fail("invalid shape entry " + std::to_string(dim));
+    count *= dim;
+    dims.push_back(Dim::of(dim));
+  }
+  if (count > 64) // a tensor, not a shape value: a splat, nothing allocated
+    return c.define(0, c.emitSplat(value, dtype, dims, c.node.output(0))), true;
   TensorData data(dtype, *shape);
   for (int64_t k = 0; k < data.getNumElements(); ++k)
     isFloatDType(dtype) ? data.set(k, value) : data.setInt(k, int64_t(value));

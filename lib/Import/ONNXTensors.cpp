@@ -10,6 +10,7 @@
 
 #include "fusec/Exec/Exec.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -32,10 +33,11 @@ std::optional<DType> onnximport::mapDType(int64_t onnxType) {
   }
 }
 
-llvm::StringRef onnximport::onnxTypeName(int64_t onnxType) {
-  if (onnx::TensorProto::DataType_IsValid(int(onnxType)))
+std::string onnximport::onnxTypeName(int64_t onnxType) {
+  if (onnxType >= 0 && onnxType <= INT32_MAX &&
+      onnx::TensorProto::DataType_IsValid(int(onnxType)))
     return onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(onnxType));
-  return "an unknown element type";
+  return "code " + std::to_string(onnxType) + " (not an ONNX element type)";
 }
 
 bool ShapeValue::isStatic() const {
@@ -104,7 +106,7 @@ static bool readExternal(const onnx::TensorProto &tensor, llvm::StringRef modelD
   }
   llvm::StringRef all = (*buffer)->getBuffer();
   if (offset < 0 || size_t(offset) > all.size() ||
-      (length >= 0 && size_t(offset + length) > all.size())) {
+      (length >= 0 && size_t(length) > all.size() - size_t(offset))) {
     error = "the external data of tensor '" + tensor.name() + "' lies outside '" + location + "'";
     return false;
   }
@@ -118,7 +120,7 @@ std::shared_ptr<TensorData> onnximport::readTensor(const onnx::TensorProto &tens
   std::optional<DType> dtype = mapDType(tensor.data_type());
   if (!dtype) {
     error = "tensor '" + tensor.name() + "' has element type " +
-            onnxTypeName(tensor.data_type()).str() + ", which fusec does not support";
+            onnxTypeName(tensor.data_type()) + ", which fusec does not support";
     return nullptr;
   }
   std::vector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
@@ -130,7 +132,6 @@ std::shared_ptr<TensorData> onnximport::readTensor(const onnx::TensorProto &tens
     }
     count *= dim;
   }
-  auto data = std::make_shared<TensorData>(*dtype, shape);
   size_t bytes = size_t(count) * dtypeBytes(*dtype);
   std::string external;
   const std::string *raw = tensor.has_raw_data() ? &tensor.raw_data() : nullptr;
@@ -139,35 +140,38 @@ std::shared_ptr<TensorData> onnximport::readTensor(const onnx::TensorProto &tens
       return nullptr;
     raw = &external;
   }
-  auto sizeError = [&](size_t found) {
-    error = "tensor '" + tensor.name() + "' holds " + std::to_string(found) +
-            " values or bytes where its shape needs " + std::to_string(count);
+  // The sizes are checked before anything is allocated: a corrupt dim must
+  // not ask for terabytes.
+  int64_t typed = *dtype == DType::f32   ? tensor.float_data_size()
+                  : *dtype == DType::i64 ? tensor.int64_data_size()
+                                         : tensor.int32_data_size();
+  if (raw ? raw->size() != bytes : typed != count) {
+    error = "tensor '" + tensor.name() + "' holds " +
+            (raw ? std::to_string(raw->size()) + " bytes of data"
+                 : std::to_string(typed) + " values") +
+            " where its shape [" + llvm::join(llvm::map_range(shape, [](int64_t d) {
+              return std::to_string(d);
+            }), ", ") + "] of " + dtypeName(*dtype).str() + " needs " +
+            (raw ? std::to_string(bytes) + " bytes" : std::to_string(count) + " values");
     return nullptr;
-  };
+  }
+  auto data = std::make_shared<TensorData>(*dtype, shape);
   if (raw) {
-    if (raw->size() != bytes)
-      return sizeError(raw->size());
     if (bytes)
       std::memcpy(data->data(), raw->data(), bytes);
     return data;
   }
   switch (*dtype) {
   case DType::f32:
-    if (tensor.float_data_size() != count)
-      return sizeError(tensor.float_data_size());
     if (bytes)
       std::memcpy(data->data(), tensor.float_data().data(), bytes);
     return data;
   case DType::i64:
-    if (tensor.int64_data_size() != count)
-      return sizeError(tensor.int64_data_size());
     for (int64_t i = 0; i < count; ++i)
       data->setInt(i, tensor.int64_data(int(i)));
     return data;
   default:
     // int32_data holds i32, i8 and bool values and f16/bf16 bit patterns.
-    if (tensor.int32_data_size() != count)
-      return sizeError(tensor.int32_data_size());
     for (int64_t i = 0; i < count; ++i) {
       int32_t value = tensor.int32_data(int(i));
       if (*dtype == DType::f16 || *dtype == DType::bf16) {

@@ -34,7 +34,9 @@ static std::optional<Type> inferReshape(InferContext &ctx) {
   const Type &input = ctx.operand(0);
   SymbolicProduct inputCount, knownCount;
   for (const Dim &dim : input.getShape())
-    inputCount.multiply(dim);
+    if (!inputCount.multiply(dim))
+      return ctx.errorAtOperand(0, "cannot reshape " + input.str() +
+                                       ": more elements than fit in i64");
   Shape shape;
   int inferredIndex = -1;
   for (const Attr &item : ctx.attr("shape")->list) {

@@ -1,0 +1,178 @@
+#!/usr/bin/python3
+"""Generate the malformed and unsupported ONNX models of test/Import/errors.test.
+
+Each NAME.onnx written next to this script is a few hundred bytes at most and
+makes `fusec NAME.onnx` stop with exit code 1 and one message
+`fusec: error: PATH: ...` (errors.test checks each message); valid.onnx is
+the one model that imports. The models are built with onnx.helper; only the
+ones meant to be valid ONNX (whose problem is fusec's support, not the
+file) pass onnx.checker, the others are written unchecked on purpose.
+
+Also written: not_onnx_empty.onnx (an empty file), not_onnx_text.onnx (a text
+file), not_onnx_truncated.onnx (the first 1000 bytes of
+../models/mlp_ln_gelu.onnx).
+
+Needs onnx (1.12) and numpy; on this machine that is Debian's python:
+
+  /usr/bin/python3 test/Import/errors/make-errors.py
+
+The output is deterministic: rerunning rewrites identical files.
+"""
+
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OPSET = 17
+F32 = TensorProto.FLOAT
+
+
+def vi(name, dims, elem=F32):
+    return helper.make_tensor_value_info(name, elem, dims)
+
+
+def const(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def model(nodes, inputs, outputs, initializers=(), opset=OPSET, extra_opsets=(),
+          check=True, name="g"):
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=list(initializers))
+    opsets = [helper.make_opsetid("", opset)] + list(extra_opsets)
+    m = helper.make_model(graph, opset_imports=opsets, producer_name="make-errors")
+    m.ir_version = 8
+    if check:
+        onnx.checker.check_model(m)
+    return m
+
+
+def save(name, m):
+    with open(os.path.join(HERE, name + ".onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def write_raw(name, data):
+    with open(os.path.join(HERE, name + ".onnx"), "wb") as f:
+        f.write(data)
+
+
+def main():
+    # A valid tiny model: y = relu(x + b) * 2.
+    save("valid", model(
+        [helper.make_node("Add", ["x", "b"], ["s"], name="add"),
+         helper.make_node("Relu", ["s"], ["r"], name="relu"),
+         helper.make_node("Mul", ["r", "two"], ["y"], name="mul")],
+        [vi("x", [2, 3])], [vi("y", [2, 3])],
+        [const("b", np.arange(3, dtype=np.float32)), const("two", np.float32(2))]))
+
+    # An operator fusec does not map (valid ONNX).
+    save("unsupported_op", model(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up", mode="nearest")],
+        [vi("x", [1, 1, 2, 2])], [vi("y", [1, 1, 4, 4])],
+        [const("scales", np.array([1, 1, 2, 2], dtype=np.float32))]))
+
+    # A made-up attribute on a supported operator (not valid ONNX).
+    save("conv_extra_attr", model(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", fusion_hint=3)],
+        [vi("x", [1, 1, 3, 3])], [vi("y", [1, 1, 3, 3])],
+        [const("w", np.ones([1, 1, 1, 1], np.float32))], check=False))
+
+    # A supported attribute with a value fusec cannot map (valid ONNX).
+    save("leakyrelu_alpha", model(
+        [helper.make_node("LeakyRelu", ["x"], ["y"], name="lrelu", alpha=1.5)],
+        [vi("x", [4])], [vi("y", [4])]))
+
+    # Element types fusec has no dtype for (valid ONNX).
+    save("uint8_input", model(
+        [helper.make_node("Identity", ["x"], ["y"], name="id")],
+        [vi("x", [4], TensorProto.UINT8)], [vi("y", [4], TensorProto.UINT8)]))
+    save("float64_initializer", model(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+        [vi("x", [2], TensorProto.DOUBLE)], [vi("y", [2], TensorProto.DOUBLE)],
+        [const("w", np.array([1.0, 2.0], dtype=np.float64))]))
+
+    # An opset after 17 (valid ONNX for onnx >= 1.13; written unchecked).
+    save("opset18", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [vi("x", [4])], [vi("y", [4])], opset=18, check=False))
+
+    # A contrib operator (com.microsoft domain).
+    save("ms_domain", model(
+        [helper.make_node("Gelu", ["x"], ["y"], name="gelu", domain="com.microsoft")],
+        [vi("x", [4])], [vi("y", [4])],
+        extra_opsets=[helper.make_opsetid("com.microsoft", 1)], check=False))
+
+    # A graph input dim with neither dim_value nor dim_param (valid ONNX).
+    anonymous = vi("x", [2, None])
+    save("anonymous_dim", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [anonymous], [vi("y", [2, None])]))
+
+    # Reshape to a shape known only at run time (valid ONNX).
+    save("reshape_runtime_shape", model(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")],
+        [vi("x", [2, 3]), vi("shape", [2], TensorProto.INT64)], [vi("y", [3, 2])]))
+
+    # A node reading a tensor nothing defines (not valid ONNX).
+    save("undefined_input", model(
+        [helper.make_node("Add", ["x", "nowhere"], ["y"], name="add")],
+        [vi("x", [4])], [vi("y", [4])], check=False))
+
+    # A graph without outputs (not valid ONNX).
+    save("no_outputs", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [vi("x", [4])], [], check=False))
+
+    # A 1-D convolution: rank-3 input and weights (valid ONNX).
+    save("conv1d", model(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv1d")],
+        [vi("x", [1, 2, 8])], [vi("y", [1, 4, 6])],
+        [const("w", np.zeros([4, 2, 3], np.float32))]))
+
+    # An initializer whose raw_data holds 20 bytes where f32[2,3] needs 24.
+    bad = helper.make_tensor("w", F32, [2, 3], b"\0" * 24, raw=True)
+    bad.raw_data = b"\0" * 20
+    save("raw_size_mismatch", model(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+        [vi("x", [2, 3])], [vi("y", [2, 3])], [bad], check=False))
+
+    # External data in a file that is not there.
+    ext = helper.make_tensor("w", F32, [4], [0, 0, 0, 0])
+    ext.ClearField("float_data")
+    ext.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "missing-weights.bin"), ("offset", "0"), ("length", "16")):
+        entry = ext.external_data.add()
+        entry.key, entry.value = key, value
+    save("external_missing", model(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+        [vi("x", [4])], [vi("y", [4])], [ext], check=False))
+
+    # Split sizes 2 + 3 of an axis of 6 (valid ONNX structurally).
+    save("split_sizes", model(
+        [helper.make_node("Split", ["x", "split"], ["a", "b"], name="split", axis=1)],
+        [vi("x", [2, 6])], [vi("a", [2, 2]), vi("b", [2, 3])],
+        [const("split", np.array([2, 3], dtype=np.int64))]))
+
+    # Gather with a constant index 7 into a dim of 3.
+    save("gather_index", model(
+        [helper.make_node("Gather", ["x", "idx"], ["y"], name="gather", axis=0)],
+        [vi("x", [3, 4])], [vi("y", [1, 4])],
+        [const("idx", np.array([7], dtype=np.int64))]))
+
+    # Shapes that do not broadcast: the op registry's message, on the node.
+    save("add_mismatch", model(
+        [helper.make_node("Add", ["x", "z"], ["y"], name="add")],
+        [vi("x", [2, 3]), vi("z", [4])], [vi("y", [2, 3])], check=False))
+
+    # Files that are not ONNX models at all.
+    write_raw("not_onnx_empty", b"")
+    write_raw("not_onnx_text", b"this is not an ONNX model, just text\n")
+    with open(os.path.join(HERE, "..", "models", "mlp_ln_gelu.onnx"), "rb") as f:
+        write_raw("not_onnx_truncated", f.read()[:1000])
+
+
+if __name__ == "__main__":
+    main()

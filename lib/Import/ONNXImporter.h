@@ -153,6 +153,12 @@ std::string onnxTypeName(int64_t onnxType);
 std::optional<ShapeValue> shapeOfConstant(const TensorData &data);
 /// A static shape value as an i64 tensor.
 TensorData tensorOfShape(const ShapeValue &shape);
+/// Whether `value` is an integer that an int64 holds exactly.
+inline bool isInt64Value(double value) {
+  // NaN fails every comparison; the bounds are -2^63 and 2^63.
+  return value >= -9223372036854775808.0 && value < 9223372036854775808.0 &&
+         value == static_cast<double>(static_cast<int64_t>(value));
+}
 /// `[1, 2, 3]` as an attribute.
 Attr makeIntList(const std::vector<int64_t> &values);
 /// A shape attribute: ints, and symbolic dims by name (`[batch, -1]`).

@@ -35,11 +35,15 @@ static std::optional<Operand> operandOf(NodeContext &c, size_t i, size_t other) 
                                   : -1;
   // The literal form only when the other side is a value (so that one
   // operand stays a tensor) and the result's shape is the other's.
-  if (data && data->getNumElements() == 1 && otherType && otherDType &&
+  double scalar = !data || data->getNumElements() != 1 ? 0
+                  : isFloatDType(data->getDType())     ? data->get(0)
+                                                       : double(data->getInt(0));
+  // A float that an int operand cannot take stays a tensor (and inference
+  // reports the mixed dtypes).
+  bool representable = !otherDType || isFloatDType(*otherDType) || isInt64Value(scalar);
+  if (data && data->getNumElements() == 1 && otherType && otherDType && representable &&
       int64_t(data->getShape().size()) <= otherRank)
-    return NodeContext::literal(isFloatDType(data->getDType()) ? data->get(0)
-                                                               : double(data->getInt(0)),
-                                *otherDType);
+    return NodeContext::literal(scalar, *otherDType);
   Value *value = c.input(i);
   if (!value)
     return std::nullopt;
@@ -169,6 +173,10 @@ static bool convertClip(NodeContext &c) {
     else if (!(bounds[i - 1] = c.input(i)))
       return false;
   }
+  for (const std::optional<double> &limit : limits)
+    if (limit && !isFloatDType(dtype) && !isInt64Value(*limit))
+      return c.fail("the limit " + formatScalar(*limit, DType::f32) + " is not a " +
+                    dtypeName(dtype).str() + " value");
   if (limits[0] && limits[1]) {
     Attrs attrs;
     auto number = [&](double v) {
@@ -280,7 +288,7 @@ static bool convertDropout(NodeContext &c) {
   c.ignoreAttr("ratio"); // opsets 7-11: meaningless in inference
   if (c.hasInput(2)) {
     const TensorData *training = c.constant(2);
-    if (!training || training->getNumElements() != 1 || training->getInt(0) != 0)
+    if (!training || training->getNumElements() != 1 || training->get(0) != 0)
       return c.fail("training mode is not supported (inference only)");
   }
   if (c.hasOutput(1)) { // the mask: all true in inference

@@ -147,7 +147,7 @@ static bool convertGemm(NodeContext &c) {
     b = c.emit("permute_dims", {Operand::of(b)}, {}, name + "_bt");
   double alpha = c.attrFloat("alpha", 1.0), beta = c.attrFloat("beta", 1.0);
   if (!isFloatDType(a->type.getDType()) &&
-      (alpha != std::trunc(alpha) || beta != std::trunc(beta)))
+      (!isInt64Value(alpha) || !isInt64Value(beta)))
     return c.fail("alpha and beta must be integers for " + dtypeName(a->type.getDType()).str() +
                   " operands");
   bool hasC = c.hasInput(2) && beta != 0;
@@ -178,8 +178,8 @@ static bool convertBatchNorm(NodeContext &c) {
   Value *x = c.input(0);
   if (!x)
     return false;
-  if (x->type.getRank() < 2)
-    return c.fail("the input needs a channel dim");
+  if (x->type.getRank() < 2 || !isFloatDType(x->type.getDType()))
+    return c.fail("the input must be a float tensor with a channel dim, not " + x->type.str());
   std::string name = c.node.output(0);
   int64_t rank = x->type.getRank();
   const TensorData *scale = c.constant(1), *bias = c.constant(2), *mean = c.constant(3),

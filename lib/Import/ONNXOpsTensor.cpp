@@ -322,6 +322,9 @@ static bool convertGather(NodeContext &c) {
                   std::to_string(data->type.getRank()));
   Value *indices = nullptr;
   if (const TensorData *constant = c.constant(1)) {
+    if (constant->getDType() != DType::i32 && constant->getDType() != DType::i64)
+      return c.fail("indices must be int32 or int64, not " +
+                    dtypeName(constant->getDType()).str());
     // Constant indices: negative ones counted from the end here.
     const Dim &dim = data->type.getShape()[*normalized];
     TensorData fixed(DType::i64, constant->getShape());

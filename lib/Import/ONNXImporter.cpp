@@ -406,8 +406,10 @@ static const std::vector<OpConverter> &converterTable() {
   static const std::vector<OpConverter> table = [] {
     std::vector<OpConverter> all;
     registerMathOps(all);
+    registerActivationOps(all);
     registerNNOps(all);
     registerTensorOps(all);
+    registerFillOps(all);
     return all;
   }();
   return table;

@@ -111,8 +111,11 @@ struct OpConverter {
   const char *opType;
   ConvertFn convert;
 };
-/// The tables of ONNXOpsMath.cpp, ONNXOpsNN.cpp and ONNXOpsTensor.cpp.
+/// The tables of ONNXOpsMath.cpp, ONNXOpsActivation.cpp, ONNXOpsNN.cpp,
+/// ONNXOpsTensor.cpp and ONNXOpsFill.cpp.
 void registerMathOps(std::vector<OpConverter> &table);
+void registerActivationOps(std::vector<OpConverter> &table);
+void registerFillOps(std::vector<OpConverter> &table);
 void registerNNOps(std::vector<OpConverter> &table);
 void registerTensorOps(std::vector<OpConverter> &table);
 

@@ -10,8 +10,7 @@
 // `x * 1` and `x + 0`.
 //
 // Also here: Clip (limits as inputs), Cast, Where, the variadic Max, Min,
-// Sum and Mean, LeakyRelu (max(x, alpha x) for 0 <= alpha <= 1),
-// Reciprocal, Identity, Dropout (inference: the identity), Constant and
+// Sum and Mean, Identity, Dropout (inference: the identity), Constant and
 // Shape.
 //
 //===----------------------------------------------------------------------===//
@@ -247,29 +246,6 @@ static bool convertWhere(NodeContext &c) {
   return true;
 }
 
-static bool convertLeakyRelu(NodeContext &c) {
-  double alpha = c.attrFloat("alpha", 0.01);
-  if (alpha < 0 || alpha > 1)
-    return c.fail("alpha = " + formatScalar(alpha, DType::f32) + " outside [0, 1] is not supported");
-  Value *x = c.input(0);
-  if (!x)
-    return false;
-  if (!isFloatDType(x->type.getDType()))
-    return c.fail("LeakyRelu needs a float input, not " + x->type.str());
-  Value *scaled = c.emit("multiply", {Operand::of(x), NodeContext::literal(alpha, x->type.getDType())},
-                         {}, c.node.output(0) + "_scaled");
-  c.define(0, c.emit("maximum", {Operand::of(x), Operand::of(scaled)}));
-  return true;
-}
-
-static bool convertReciprocal(NodeContext &c) {
-  Value *x = c.input(0);
-  if (!x)
-    return false;
-  c.define(0, c.emit("divide", {NodeContext::literal(1.0, x->type.getDType()), Operand::of(x)}));
-  return true;
-}
-
 static bool convertIdentity(NodeContext &c) {
   if (!c.hasInput(0))
     return c.fail("input 0 is missing");
@@ -410,8 +386,6 @@ void onnximport::registerMathOps(std::vector<OpConverter> &table) {
       {"Clip", convertClip},
       {"Cast", convertCast},
       {"Where", convertWhere},
-      {"LeakyRelu", convertLeakyRelu},
-      {"Reciprocal", convertReciprocal},
       {"Identity", convertIdentity},
       {"Dropout", convertDropout},
       {"Constant", convertConstant},

@@ -3,9 +3,9 @@
 // Reshape (a constant or folded shape input; 0 copies the input's dim unless
 // allowzero, -1 is inferred, symbolic sizes become dim names), Flatten,
 // Transpose, Squeeze/Unsqueeze (axes as an input from opset 13), Concat,
-// Split (sizes as an input, or equal parts), Slice, Gather, Expand and
-// ConstantOfShape map onto reshape, permute_dims, squeeze, expand_dims,
-// concat, split + get, strided_slice, take and broadcast_to. On shape values
+// Split (sizes as an input, or equal parts), Slice and Gather map onto
+// reshape, permute_dims, squeeze, expand_dims, concat, split + get,
+// strided_slice and take. On shape values
 // (ONNXImporter.h) Gather, Unsqueeze, Squeeze, Concat and Slice are folded
 // instead, so that shape computations never reach the program.
 //
@@ -345,70 +345,6 @@ static bool convertGather(NodeContext &c) {
   return true;
 }
 
-static bool convertExpand(NodeContext &c) {
-  Value *x = c.input(0);
-  if (!x)
-    return false;
-  std::optional<ShapeValue> shape = c.shapeValue(1);
-  if (!shape)
-    return c.fail("the shape (input 1) must be a constant or a shape computation that folds");
-  // ONNX broadcasts both ways: the result is broadcast(x.shape, shape).
-  const Shape &in = x->type.getShape();
-  size_t rank = std::max(in.size(), shape->elements.size());
-  std::vector<Dim> result(rank);
-  for (size_t k = 0; k < rank; ++k) {
-    std::optional<Dim> a, b;
-    if (k + in.size() >= rank)
-      a = in[k + in.size() - rank];
-    if (k + shape->elements.size() >= rank)
-      b = shape->elements[k + shape->elements.size() - rank];
-    if (!a || (b && a->isStatic() && a->size == 1))
-      result[k] = *b;
-    else if (!b || (b->isStatic() && b->size == 1) || *a == *b)
-      result[k] = *a;
-    else
-      return c.fail("cannot broadcast " + x->type.str() + " to the given shape at dim " +
-                    std::to_string(k));
-  }
-  if (result == std::vector<Dim>(in.begin(), in.end()))
-    return c.define(0, x), true;
-  Attrs attrs;
-  attrs.set("shape", makeShapeList(result));
-  c.define(0, c.emit("broadcast_to", {Operand::of(x)}, attrs));
-  return true;
-}
-
-static bool convertConstantOfShape(NodeContext &c) {
-  std::optional<std::vector<int64_t>> shape = c.ints(0, "shape");
-  if (!shape)
-    return false;
-  DType dtype = DType::f32;
-  double value = 0;
-  if (const onnx::TensorProto *tensor = c.attrTensor("value")) {
-    std::string error;
-    std::shared_ptr<TensorData> data = readTensor(*tensor, c.importer.modelDirectory, error);
-    if (!data || data->getNumElements() != 1)
-      return c.fail(data ? "value must hold one element" : error);
-    dtype = data->getDType();
-    value = isFloatDType(dtype) ? data->get(0) : double(data->getInt(0));
-  }
-  Shape dims;
-  int64_t count = 1;
-  for (int64_t dim : *shape) {
-    if (dim < 0 || dim > kMaxDimSize || (dim && count > kMaxDimSize / dim))
-      return c.fail("invalid shape entry " + std::to_string(dim));
-    count *= dim;
-    dims.push_back(Dim::of(dim));
-  }
-  if (count > 64) // a tensor, not a shape value: a splat, nothing allocated
-    return c.define(0, c.emitSplat(value, dtype, dims, c.node.output(0))), true;
-  TensorData data(dtype, *shape);
-  for (int64_t k = 0; k < data.getNumElements(); ++k)
-    isFloatDType(dtype) ? data.set(k, value) : data.setInt(k, int64_t(value));
-  c.defineConstant(0, std::move(data));
-  return true;
-}
-
 void onnximport::registerTensorOps(std::vector<OpConverter> &table) {
   table.insert(table.end(), {
       {"Reshape", convertReshape},
@@ -420,7 +356,5 @@ void onnximport::registerTensorOps(std::vector<OpConverter> &table) {
       {"Split", convertSplit},
       {"Slice", convertSlice},
       {"Gather", convertGather},
-      {"Expand", convertExpand},
-      {"ConstantOfShape", convertConstantOfShape},
   });
 }

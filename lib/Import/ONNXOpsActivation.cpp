@@ -1,0 +1,150 @@
+//===- ONNXOpsActivation.cpp - Composite activation functions -------------===//
+//
+// ONNX activations with no FIR op of their own, composed from spec §4 ops
+// exactly as ONNX defines them (float inputs only):
+//   LeakyRelu(x)   = maximum(x, alpha x)              (0 <= alpha <= 1)
+//   PRelu(x, s)    = where(x < 0, x * s, x)           (s broadcasts)
+//   Elu(x)         = where(x < 0, alpha (exp(x) - 1), x)
+//   Selu(x)        = gamma where(x <= 0, alpha exp(x) - alpha, x)
+//   HardSigmoid(x) = clip(alpha x + beta, 0, 1)
+//   HardSwish(x)   = x * clip(x / 6 + 1/2, 0, 1)
+//   Softplus(x)    = log(exp(x) + 1)
+//   Reciprocal(x)  = 1 / x
+//
+//===----------------------------------------------------------------------===//
+#include "ONNXImporter.h"
+
+using namespace fusec;
+using namespace fusec::onnximport;
+
+/// Input 0, which must be a float tensor.
+static Value *floatInput(NodeContext &c) {
+  Value *x = c.input(0);
+  if (x && !isFloatDType(x->type.getDType())) {
+    c.fail(c.node.op_type() + " needs a float input, not " + x->type.str());
+    return nullptr;
+  }
+  return x;
+}
+
+/// `op(a, literal)` named after the node's output with `suffix`.
+static Value *withLiteral(NodeContext &c, const char *op, Value *a, double literal,
+                          const char *suffix) {
+  if (!a)
+    return nullptr;
+  return c.emit(op, {Operand::of(a), NodeContext::literal(literal, a->type.getDType())}, {},
+                c.node.output(0) + suffix);
+}
+
+static Value *clipUnit(NodeContext &c, Value *x) {
+  Attrs attrs;
+  attrs.set("min", Attr::makeFloat(0));
+  attrs.set("max", Attr::makeFloat(1));
+  return x ? c.emit("clip", {Operand::of(x)}, attrs, c.node.output(0) + "_gate") : nullptr;
+}
+
+static bool convertLeakyRelu(NodeContext &c) {
+  double alpha = c.attrFloat("alpha", 0.01);
+  if (alpha < 0 || alpha > 1)
+    return c.fail("alpha = " + formatScalar(alpha, DType::f32) + " outside [0, 1] is not supported");
+  Value *x = floatInput(c);
+  Value *scaled = withLiteral(c, "multiply", x, alpha, "_scaled");
+  if (!scaled)
+    return false;
+  c.define(0, c.emit("maximum", {Operand::of(x), Operand::of(scaled)}));
+  return true;
+}
+
+static bool convertPRelu(NodeContext &c) {
+  Value *x = floatInput(c), *slope = x ? c.input(1) : nullptr;
+  if (!slope)
+    return false;
+  Value *negative = withLiteral(c, "less", x, 0, "_negative");
+  Value *scaled = c.emit("multiply", {Operand::of(x), Operand::of(slope)}, {},
+                         c.node.output(0) + "_scaled");
+  if (!negative || !scaled)
+    return false;
+  c.define(0, c.emit("where", {Operand::of(negative), Operand::of(scaled), Operand::of(x)}));
+  return true;
+}
+
+static bool convertElu(NodeContext &c) {
+  double alpha = c.attrFloat("alpha", 1.0);
+  Value *x = floatInput(c);
+  Value *negative = withLiteral(c, "less", x, 0, "_negative");
+  Value *exp = x ? c.emit("exp", {Operand::of(x)}, {}, c.node.output(0) + "_exp") : nullptr;
+  Value *scaled = withLiteral(c, "multiply", withLiteral(c, "subtract", exp, 1, "_expm1"), alpha,
+                              "_scaled");
+  if (!negative || !scaled)
+    return false;
+  c.define(0, c.emit("where", {Operand::of(negative), Operand::of(scaled), Operand::of(x)}));
+  return true;
+}
+
+static bool convertSelu(NodeContext &c) {
+  double alpha = c.attrFloat("alpha", 1.67326319217681884765625);
+  double gamma = c.attrFloat("gamma", 1.05070102214813232421875);
+  Value *x = floatInput(c);
+  Value *nonPositive = withLiteral(c, "less_equal", x, 0, "_nonpositive");
+  Value *exp = x ? c.emit("exp", {Operand::of(x)}, {}, c.node.output(0) + "_exp") : nullptr;
+  Value *scaled = withLiteral(c, "subtract", withLiteral(c, "multiply", exp, alpha, "_aexp"),
+                              alpha, "_negative_part");
+  if (!nonPositive || !scaled)
+    return false;
+  Value *chosen = c.emit("where", {Operand::of(nonPositive), Operand::of(scaled), Operand::of(x)},
+                         {}, c.node.output(0) + "_selected");
+  c.define(0, withLiteral(c, "multiply", chosen, gamma, ""));
+  return true;
+}
+
+static bool convertHardSigmoid(NodeContext &c) {
+  double alpha = c.attrFloat("alpha", 0.2), beta = c.attrFloat("beta", 0.5);
+  Value *x = floatInput(c);
+  Value *gate = clipUnit(c, withLiteral(c, "add", withLiteral(c, "multiply", x, alpha, "_scaled"),
+                                        beta, "_shifted"));
+  if (!gate)
+    return false;
+  c.define(0, gate);
+  return true;
+}
+
+static bool convertHardSwish(NodeContext &c) {
+  Value *x = floatInput(c);
+  Value *gate = clipUnit(c, withLiteral(c, "add", withLiteral(c, "divide", x, 6, "_scaled"), 0.5,
+                                        "_shifted"));
+  if (!gate)
+    return false;
+  c.define(0, c.emit("multiply", {Operand::of(x), Operand::of(gate)}));
+  return true;
+}
+
+static bool convertSoftplus(NodeContext &c) {
+  Value *x = floatInput(c);
+  Value *exp = x ? c.emit("exp", {Operand::of(x)}, {}, c.node.output(0) + "_exp") : nullptr;
+  Value *shifted = withLiteral(c, "add", exp, 1, "_exp1");
+  if (!shifted)
+    return false;
+  c.define(0, c.emit("log", {Operand::of(shifted)}));
+  return true;
+}
+
+static bool convertReciprocal(NodeContext &c) {
+  Value *x = floatInput(c);
+  if (!x)
+    return false;
+  c.define(0, c.emit("divide", {NodeContext::literal(1.0, x->type.getDType()), Operand::of(x)}));
+  return true;
+}
+
+void onnximport::registerActivationOps(std::vector<OpConverter> &table) {
+  table.insert(table.end(), {
+      {"LeakyRelu", convertLeakyRelu},
+      {"PRelu", convertPRelu},
+      {"Elu", convertElu},
+      {"Selu", convertSelu},
+      {"HardSigmoid", convertHardSigmoid},
+      {"HardSwish", convertHardSwish},
+      {"Softplus", convertSoftplus},
+      {"Reciprocal", convertReciprocal},
+  });
+}

@@ -1,0 +1,266 @@
+//===- ONNXOpsFill.cpp - Operators that build larger tensors --------------===//
+//
+// Expand -> broadcast_to (ONNX broadcasts both ways: the result shape is
+// computed); ConstantOfShape -> a constant (a splat beyond 64 elements);
+// Range with constant inputs -> a constant; Tile -> per repeated axis
+// expand_dims, broadcast_to and reshape ([n] -> [1, n] -> [r, n] -> [r n],
+// which repeats the whole axis); Pad (static shapes): `constant` mode
+// crops negative pads with strided_slice and concatenates splats of the
+// value, `edge` and `reflect` take along each axis with constant indices
+// (i - begin, clamped or reflected into the axis), which crops too.
+//
+//===----------------------------------------------------------------------===//
+#include "ONNXImporter.h"
+
+#include <cmath>
+
+using namespace fusec;
+using namespace fusec::onnximport;
+
+static bool convertExpand(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  std::optional<ShapeValue> shape = c.shapeValue(1);
+  if (!shape)
+    return c.fail("the shape (input 1) must be a constant or a shape computation that folds");
+  // ONNX broadcasts both ways: the result is broadcast(x.shape, shape).
+  const Shape &in = x->type.getShape();
+  size_t rank = std::max(in.size(), shape->elements.size());
+  std::vector<Dim> result(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    std::optional<Dim> a, b;
+    if (k + in.size() >= rank)
+      a = in[k + in.size() - rank];
+    if (k + shape->elements.size() >= rank)
+      b = shape->elements[k + shape->elements.size() - rank];
+    if (!a || (b && a->isStatic() && a->size == 1))
+      result[k] = *b;
+    else if (!b || (b->isStatic() && b->size == 1) || *a == *b)
+      result[k] = *a;
+    else
+      return c.fail("cannot broadcast " + x->type.str() + " to the given shape at dim " +
+                    std::to_string(k));
+  }
+  if (result == std::vector<Dim>(in.begin(), in.end()))
+    return c.define(0, x), true;
+  Attrs attrs;
+  attrs.set("shape", makeShapeList(result));
+  c.define(0, c.emit("broadcast_to", {Operand::of(x)}, attrs));
+  return true;
+}
+
+static bool convertConstantOfShape(NodeContext &c) {
+  std::optional<std::vector<int64_t>> shape = c.ints(0, "shape");
+  if (!shape)
+    return false;
+  DType dtype = DType::f32;
+  double value = 0;
+  if (const onnx::TensorProto *tensor = c.attrTensor("value")) {
+    std::string error;
+    std::shared_ptr<TensorData> data = readTensor(*tensor, c.importer.modelDirectory, error);
+    if (!data || data->getNumElements() != 1)
+      return c.fail(data ? "value must hold one element" : error);
+    dtype = data->getDType();
+    value = isFloatDType(dtype) ? data->get(0) : double(data->getInt(0));
+  }
+  Shape dims;
+  int64_t count = 1;
+  for (int64_t dim : *shape) {
+    if (dim < 0 || dim > kMaxDimSize || (dim && count > kMaxDimSize / dim))
+      return c.fail("invalid shape entry " + std::to_string(dim));
+    count *= dim;
+    dims.push_back(Dim::of(dim));
+  }
+  if (count > 64) // a tensor, not a shape value: a splat, nothing allocated
+    return c.define(0, c.emitSplat(value, dtype, dims, c.node.output(0))), true;
+  TensorData data(dtype, *shape);
+  for (int64_t k = 0; k < data.getNumElements(); ++k)
+    isFloatDType(dtype) ? data.set(k, value) : data.setInt(k, int64_t(value));
+  c.defineConstant(0, std::move(data));
+  return true;
+}
+
+static bool convertRange(NodeContext &c) {
+  const TensorData *start = c.constant(0), *limit = c.constant(1), *delta = c.constant(2);
+  if (!start || !limit || !delta || start->getNumElements() != 1 ||
+      limit->getNumElements() != 1 || delta->getNumElements() != 1)
+    return c.fail("start, limit and delta must be one-element constants");
+  DType dtype = start->getDType();
+  double first = start->get(0), last = limit->get(0), step = delta->get(0);
+  if (step == 0 || !std::isfinite(first) || !std::isfinite(last) || !std::isfinite(step))
+    return c.fail("delta must be non-zero and the bounds finite");
+  double count = std::max(std::ceil((last - first) / step), 0.0);
+  if (count > double(1 << 24))
+    return c.fail("a range of " + formatScalar(count, DType::f32) + " elements is too long");
+  TensorData data(dtype, {int64_t(count)});
+  for (int64_t k = 0; k < int64_t(count); ++k) {
+    if (isFloatDType(dtype))
+      data.set(k, first + double(k) * step);
+    else
+      data.setInt(k, start->getInt(0) + k * delta->getInt(0));
+  }
+  c.defineConstant(0, std::move(data));
+  return true;
+}
+
+static bool convertTile(NodeContext &c) {
+  Value *x = c.input(0);
+  std::optional<std::vector<int64_t>> repeats = x ? c.ints(1, "repeats") : std::nullopt;
+  if (!repeats)
+    return false;
+  int64_t rank = x->type.getRank();
+  if (int64_t(repeats->size()) != rank)
+    return c.fail("repeats has " + std::to_string(repeats->size()) + " entries for rank " +
+                  std::to_string(rank));
+  for (int64_t r : *repeats)
+    if (r < 0 || r > kMaxDimSize)
+      return c.fail("repeats must be in [0, 2^40]");
+  if (llvm::is_contained(*repeats, 0)) { // an empty result
+    Shape shape = x->type.getShape();
+    for (int64_t d = 0; d < rank; ++d)
+      if ((*repeats)[d] == 0)
+        shape[d] = Dim::of(0);
+      else if ((*repeats)[d] != 1 && shape[d].isStatic()) {
+        int64_t tiled = 0;
+        if (__builtin_mul_overflow(shape[d].size, (*repeats)[d], &tiled) || tiled > kMaxDimSize)
+          return c.fail("the tiled dim is too large");
+        shape[d] = Dim::of(tiled);
+      }
+      else if ((*repeats)[d] != 1)
+        return c.fail("tiling the symbolic dim '" + shape[d].symbol + "' is not supported");
+    return c.define(0, c.emitSplat(0, x->type.getDType(), shape, c.node.output(0))), true;
+  }
+  Value *current = x;
+  for (int64_t d = 0; d < rank && current; ++d) {
+    int64_t r = (*repeats)[d];
+    if (r == 1)
+      continue;
+    Shape shape = current->type.getShape();
+    if (shape[d].isSymbolic())
+      return c.fail("tiling the symbolic dim '" + shape[d].symbol + "' is not supported");
+    std::string name = c.node.output(0) + "_" + std::to_string(d);
+    Attrs expand;
+    expand.set("axis", makeIntList({d}));
+    Value *opened = c.emit("expand_dims", {Operand::of(current)}, expand, name + "_axis");
+    Shape wide = shape;
+    wide.insert(wide.begin() + d, Dim::of(r));
+    Attrs broadcast;
+    broadcast.set("shape", makeShapeList(wide));
+    Value *copies = opened ? c.emit("broadcast_to", {Operand::of(opened)}, broadcast,
+                                    name + "_copies")
+                           : nullptr;
+    int64_t tiled = 0;
+    if (__builtin_mul_overflow(shape[d].size, r, &tiled) || tiled > kMaxDimSize)
+      return c.fail("the tiled dim is too large");
+    shape[d] = Dim::of(tiled);
+    Attrs reshape;
+    reshape.set("shape", makeShapeList(shape));
+    current = copies ? c.emit("reshape", {Operand::of(copies)}, reshape, name + "_tiled")
+                     : nullptr;
+  }
+  c.define(0, current);
+  return true;
+}
+
+/// The index along an axis of `n` that padded position `i` reads.
+static int64_t padSource(int64_t i, int64_t begin, int64_t n, bool reflect) {
+  int64_t src = i - begin;
+  if (!reflect || n == 1)
+    return std::clamp<int64_t>(src, 0, n - 1);
+  int64_t period = 2 * (n - 1);
+  src %= period;
+  if (src < 0)
+    src += period;
+  return src < n ? src : period - src;
+}
+
+static bool convertPad(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  std::string mode = c.attrString("mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    return c.fail("mode '" + mode + "' is not supported");
+  std::optional<std::vector<int64_t>> pads =
+      c.opset < 11 ? c.attrInts("pads") : c.ints(1, "pads");
+  if (!pads)
+    return c.opset < 11 ? c.fail("pads is required") : false;
+  double value = c.opset < 11 ? c.attrFloat("value", 0) : 0;
+  if (c.opset >= 11 && c.hasInput(2)) {
+    const TensorData *given = c.constant(2);
+    if (!given || given->getNumElements() != 1)
+      return c.fail("constant_value must be a one-element constant");
+    value = isFloatDType(given->getDType()) ? given->get(0) : double(given->getInt(0));
+  }
+  int64_t rank = x->type.getRank();
+  if (int64_t(pads->size()) != 2 * rank)
+    return c.fail("pads has " + std::to_string(pads->size()) + " entries for rank " +
+                  std::to_string(rank));
+  DType dtype = x->type.getDType();
+  if (!isFloatDType(dtype) && !isInt64Value(value))
+    return c.fail("the pad value is not a " + dtypeName(dtype).str() + " value");
+  Value *current = x;
+  for (int64_t d = 0; d < rank && current; ++d) {
+    int64_t begin = (*pads)[d], end = (*pads)[rank + d];
+    if (begin == 0 && end == 0)
+      continue;
+    Shape shape = current->type.getShape();
+    if (shape[d].isSymbolic())
+      return c.fail("padding the symbolic dim '" + shape[d].symbol + "' is not supported");
+    int64_t n = shape[d].size;
+    if (std::abs(begin) > kMaxDimSize || std::abs(end) > kMaxDimSize ||
+        n + begin + end < 0 || n + begin + end > kMaxDimSize)
+      return c.fail("pads [" + std::to_string(begin) + ", " + std::to_string(end) +
+                    "] do not fit the dim of " + std::to_string(n));
+    std::string name = c.node.output(0) + "_" + std::to_string(d);
+    if (mode != "constant") {
+      if (n == 0)
+        return c.fail("mode '" + mode + "' pads an empty dim");
+      TensorData indices(DType::i64, {n + begin + end});
+      for (int64_t i = 0; i < n + begin + end; ++i)
+        indices.setInt(i, padSource(i, begin, n, mode == "reflect"));
+      Value *index = c.emitConstant(std::move(indices), name + "_indices");
+      Attrs attrs;
+      attrs.set("axis", Attr::makeInt(d));
+      current = c.emit("take", {Operand::of(current), Operand::of(index)}, attrs, name + "_padded");
+      continue;
+    }
+    if (begin < 0 || end < 0) { // crop first
+      Attrs slice;
+      slice.set("axes", makeIntList({d}));
+      slice.set("begin", makeIntList({std::max<int64_t>(-begin, 0)}));
+      slice.set("end", makeIntList({n - std::max<int64_t>(-end, 0)}));
+      current = c.emit("strided_slice", {Operand::of(current)}, slice, name + "_cropped");
+    }
+    std::vector<Operand> parts;
+    for (int side = 0; side < 2 && current; ++side) {
+      int64_t width = side == 0 ? begin : end;
+      if (width > 0) {
+        Shape block = current->type.getShape();
+        block[d] = Dim::of(width);
+        parts.push_back(Operand::of(c.emitSplat(value, dtype, block,
+                                                name + (side ? "_after" : "_before"))));
+      }
+      if (side == 0)
+        parts.push_back(Operand::of(current));
+    }
+    if (current && parts.size() > 1) {
+      Attrs attrs;
+      attrs.set("axis", Attr::makeInt(d));
+      current = c.emit("concat", parts, attrs, name + "_padded");
+    }
+  }
+  c.define(0, current);
+  return true;
+}
+
+void onnximport::registerFillOps(std::vector<OpConverter> &table) {
+  table.insert(table.end(), {
+      {"Expand", convertExpand},
+      {"ConstantOfShape", convertConstantOfShape},
+      {"Range", convertRange},
+      {"Tile", convertTile},
+      {"Pad", convertPad},
+  });
+}

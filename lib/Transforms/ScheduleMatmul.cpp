@@ -21,6 +21,7 @@
 //            unless, with a target (cost-model=roofline), those tiles would
 //            be fewer than the GPU's SMs: then the next row;
 //          M >= 32 and N >= 32:    64 x  64 x 16, warps of 32 x 32 (128 threads)
+//          M >= 16 and N >= 16:    32 x  32 x 16, one warp (32 threads)
 //        otherwise SIMT (every dtype):
 //          M >= 64 and N >= 64:    64 x  64 x 16, 4 x 4 per thread (256 threads)
 //          otherwise:              32 x  32 x 16, 2 x 2 per thread (256 threads)
@@ -209,7 +210,15 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::strin
       why = "a contraction, M = " + std::to_string(m) + ", N = " + std::to_string(n);
       if (contraction.groups > 1)
         why += " per group, " + std::to_string(contraction.groups) + " groups";
-      if (halves && m >= 32 && n >= 32) {
+      if (halves && m >= 16 && n >= 16 && (m < 32 || n < 32)) {
+        // Small operands still get tensor cores: one warp computes a
+        // 32 x 32 tile (2 x 4 mma tiles), guarded where M or N ends early.
+        why += ", f16/bf16 operands: tensor cores (one warp a 32 x 32 tile)";
+        tiles.mma = true;
+        tiles.blockM = tiles.blockN = 32;
+        tiles.warpM = tiles.warpN = 32;
+        tiles.threads = 32;
+      } else if (halves && m >= 32 && n >= 32) {
         why += ", f16/bf16 operands: tensor cores";
         // Tensor cores: mma.sync m16n8k16 per warp.
         bool large = m >= 128 && n >= 128;

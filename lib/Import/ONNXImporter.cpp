@@ -483,8 +483,10 @@ bool Importer::run(const onnx::ModelProto &model) {
                               shapes.count(output)))
         return context.fail("its output '" + output +
                             "' is already defined (ONNX names are assigned once)");
+    size_t firstNew = block->bindings.size();
     if (!converter->second(context) || !error.empty())
       return context.fail("cannot be converted");
+    foldNodeOnConstants(*this, context, firstNew);
     for (const onnx::AttributeProto &attr : node.attribute())
       if (!context.usedAttrs().count(attr.name()))
         return context.fail("attribute '" + attr.name() + "' is not supported");

@@ -111,6 +111,14 @@ struct OpConverter {
   const char *opType;
   ConvertFn convert;
 };
+/// Evaluates an elementwise operator whose inputs are all small constants
+/// (ONNXFold.cpp); false when it does not apply (or after an error).
+bool foldElementwise(NodeContext &c);
+/// After a node whose inputs are all small constants was converted into the
+/// bindings from `firstNew` on: runs them on the interpreter and turns the
+/// node's outputs into constants, removing the bindings (ONNXFold.cpp).
+void foldNodeOnConstants(Importer &importer, NodeContext &c, size_t firstNew);
+
 /// The tables of ONNXOpsMath.cpp, ONNXOpsActivation.cpp, ONNXOpsNN.cpp,
 /// ONNXOpsTensor.cpp and ONNXOpsFill.cpp.
 void registerMathOps(std::vector<OpConverter> &table);

@@ -104,6 +104,8 @@ static bool convertBinary(NodeContext &c) {
   if ((onnxType == "Add" || onnxType == "Sub" || onnxType == "Mul" || onnxType == "Div") &&
       foldShapeArithmetic(c, onnxType))
     return true;
+  if (c.importer.error.empty() && foldElementwise(c))
+    return true;
   if (!c.importer.error.empty())
     return false;
   std::optional<Operand> a = operandOf(c, 0, 1);
@@ -128,6 +130,8 @@ static bool convertBinary(NodeContext &c) {
 
 template <const char *Op>
 static bool convertUnary(NodeContext &c) {
+  if (c.node.op_type() == "Not" && (foldElementwise(c) || !c.importer.error.empty()))
+    return c.importer.error.empty();
   c.define(0, c.emit(Op, {Operand::of(c.input(0))}));
   return true;
 }
@@ -137,6 +141,9 @@ template <const char *Op>
 static bool convertVariadic(NodeContext &c) {
   if (c.numInputs() == 0)
     return c.fail("needs at least one input");
+  if ((c.node.op_type() == "Max" || c.node.op_type() == "Min") && c.numInputs() == 2 &&
+      (foldElementwise(c) || !c.importer.error.empty()))
+    return c.importer.error.empty();
   Value *accumulated = c.input(0);
   for (size_t i = 1; i < c.numInputs() && accumulated; ++i)
     accumulated = c.emit(Op, {Operand::of(accumulated), Operand::of(c.input(i))});
@@ -235,7 +242,17 @@ static bool convertCast(NodeContext &c) {
   return true;
 }
 
+/// Mod has no FIR op: only constants (shape computations) are folded.
+static bool convertMod(NodeContext &c) {
+  if (foldElementwise(c) || !c.importer.error.empty())
+    return c.importer.error.empty();
+  c.attrInt("fmod", 0);
+  return c.fail("Mod is supported on constants only (it has no FIR operator)");
+}
+
 static bool convertWhere(NodeContext &c) {
+  if (foldElementwise(c) || !c.importer.error.empty())
+    return c.importer.error.empty();
   std::optional<Operand> a = operandOf(c, 1, 2);
   if (!a)
     return false;
@@ -386,6 +403,7 @@ void onnximport::registerMathOps(std::vector<OpConverter> &table) {
       {"Clip", convertClip},
       {"Cast", convertCast},
       {"Where", convertWhere},
+      {"Mod", convertMod},
       {"Identity", convertIdentity},
       {"Dropout", convertDropout},
       {"Constant", convertConstant},

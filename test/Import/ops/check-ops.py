@@ -73,6 +73,40 @@ check("tile", "Tile", x, [("repeats", np.array([2, 1, 3], np.int64))], {},
       np.tile(x, (2, 1, 3)))
 check("tile_zero", "Tile", x, [("repeats", np.array([1, 0, 1], np.int64))], {},
       np.tile(x, (1, 0, 1)))
+# PyTorch's F.pad exports its pads as a computation on constants:
+# Concat -> Reshape [-1, 2] -> Slice (reversed) -> Transpose -> Reshape [-1]
+# -> Cast, folded at import by running it on the interpreter.
+const = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)
+inits = [const("p", [1, 2, 0, 0, 0, 0]), const("pairs", [-1, 2]), const("flat", [-1]),
+         const("s0", [-1]), const("e0", [-9223372036854775807]), const("ax", [0]),
+         const("st", [-1])]
+nodes = [helper.make_node("Reshape", ["p", "pairs"], ["p2"]),
+         helper.make_node("Slice", ["p2", "s0", "e0", "ax", "st"], ["p3"]),
+         helper.make_node("Transpose", ["p3"], ["p4"], perm=[1, 0]),
+         helper.make_node("Reshape", ["p4", "flat"], ["p5"]),
+         helper.make_node("Cast", ["p5"], ["pads"], to=TensorProto.INT64),
+         helper.make_node("Pad", ["x", "pads"], ["y"])]
+graph = helper.make_graph(nodes, "torch_pad", [helper.make_tensor_value_info(
+    "x", TensorProto.FLOAT, [2, 3, 4])], [helper.make_tensor_value_info(
+        "y", TensorProto.FLOAT, None)], initializer=inits)
+path = os.path.join(work, "torch_pad.onnx")
+open(path, "wb").write(helper.make_model(
+    graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+np.save(os.path.join(work, "torch_pad.x.npy"), x)
+subprocess.run([os.path.join(bin_dir, "fusec"), path, "-o", os.path.join(work, "torch_pad.fir")],
+               check=True)
+subprocess.run([os.path.join(bin_dir, "fusec-run"), os.path.join(work, "torch_pad.fir"),
+                "--inputs=" + os.path.join(work, "torch_pad.x.npy"),
+                "--outputs=" + os.path.join(work, "torch_pad.out")], check=True)
+got = np.load(os.path.join(work, "torch_pad.out", "out0.npy"))
+# F.pad(x, (1, 2)): pairs from the last dim first, [[1,2],[0,0],[0,0]],
+# reversed and transposed -> ONNX begins [0, 0, 1], ends [0, 0, 2].
+expected = np.pad(x, [(0, 0), (0, 0), (1, 2)])
+ok = got.shape == expected.shape and np.allclose(got, expected)
+bindings = open(os.path.join(work, "torch_pad.fir")).read().count(" = ")
+print("torch_pad: %s (%d bindings)" % ("ok" if ok else "FAIL", bindings))
+failures += not ok
+
 # Range feeding an Add: y = x + arange(0.5, 4.5, 1.0) over the last axis.
 r = np.arange(0.5, 4.5, 1.0, dtype=np.float32)
 inits = [numpy_helper.from_array(np.array(v, np.float32), n)

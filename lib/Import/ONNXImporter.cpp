@@ -410,6 +410,7 @@ static const std::vector<OpConverter> &converterTable() {
     registerNNOps(all);
     registerTensorOps(all);
     registerFillOps(all);
+    registerResizeOps(all);
     return all;
   }();
   return table;

@@ -120,10 +120,11 @@ bool foldElementwise(NodeContext &c);
 void foldNodeOnConstants(Importer &importer, NodeContext &c, size_t firstNew);
 
 /// The tables of ONNXOpsMath.cpp, ONNXOpsActivation.cpp, ONNXOpsNN.cpp,
-/// ONNXOpsTensor.cpp and ONNXOpsFill.cpp.
+/// ONNXOpsTensor.cpp, ONNXOpsFill.cpp and ONNXOpsResize.cpp.
 void registerMathOps(std::vector<OpConverter> &table);
 void registerActivationOps(std::vector<OpConverter> &table);
 void registerFillOps(std::vector<OpConverter> &table);
+void registerResizeOps(std::vector<OpConverter> &table);
 void registerNNOps(std::vector<OpConverter> &table);
 void registerTensorOps(std::vector<OpConverter> &table);
 

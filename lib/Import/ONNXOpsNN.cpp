@@ -11,6 +11,7 @@
 // GlobalAveragePool/GlobalMaxPool -> mean/max over the spatial axes with
 // keepdims; Softmax/LogSoftmax (opset 13: one axis); LayerNormalization ->
 // nn.layer_norm over the axes from `axis` on (a missing bias is zeros);
+// InstanceNormalization -> mean, variance and rsqrt over the spatial axes;
 // ReduceSum/Mean/Max/Min/Prod -> sum/mean/max/min/prod.
 //
 //===----------------------------------------------------------------------===//
@@ -351,6 +352,43 @@ static bool convertLayerNorm(NodeContext &c) {
   return true;
 }
 
+/// InstanceNormalization: per (n, c) over the spatial axes,
+/// (x - mean) * rsqrt(var + epsilon) * scale[c] + B[c].
+static bool convertInstanceNorm(NodeContext &c) {
+  double epsilon = c.attrFloat("epsilon", 1e-5);
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  int64_t rank = x->type.getRank();
+  if (rank < 3 || !isFloatDType(x->type.getDType()))
+    return c.fail("the input must be a float tensor with spatial dims, not " + x->type.str());
+  std::string name = c.node.output(0);
+  std::vector<int64_t> axes;
+  for (int64_t d = 2; d < rank; ++d)
+    axes.push_back(d);
+  Attrs reduce;
+  reduce.set("axis", makeIntList(axes));
+  reduce.set("keepdims", Attr::makeBool(true));
+  Value *mean = c.emit("mean", {Operand::of(x)}, reduce, name + "_mean");
+  Value *centered = c.emit("subtract", {Operand::of(x), Operand::of(mean)}, {}, name + "_centered");
+  Value *squared = c.emit("multiply", {Operand::of(centered), Operand::of(centered)}, {},
+                          name + "_squared");
+  Value *variance = c.emit("mean", {Operand::of(squared)}, reduce, name + "_variance");
+  Value *shifted = variance ? c.emit("add", {Operand::of(variance),
+                                             NodeContext::literal(epsilon, variance->type.getDType())},
+                                     {}, name + "_variance_eps")
+                            : nullptr;
+  Value *inverse = c.emit("rsqrt", {Operand::of(shifted)}, {}, name + "_inv_std");
+  Value *normalized = c.emit("multiply", {Operand::of(centered), Operand::of(inverse)}, {},
+                             name + "_normalized");
+  Value *scale = perChannel(c, 1, rank, name + "_scale");
+  Value *bias = perChannel(c, 2, rank, name + "_bias");
+  Value *scaled = c.emit("multiply", {Operand::of(normalized), Operand::of(scale)}, {},
+                         name + "_scaled");
+  c.define(0, c.emit("add", {Operand::of(scaled), Operand::of(bias)}));
+  return true;
+}
+
 template <const char *Op>
 static bool convertReduce(NodeContext &c) {
   Value *x = c.input(0);
@@ -391,6 +429,7 @@ void onnximport::registerNNOps(std::vector<OpConverter> &table) {
       {"Softmax", convertSoftmax<kSoftmax>},
       {"LogSoftmax", convertSoftmax<kLogSoftmax>},
       {"LayerNormalization", convertLayerNorm},
+      {"InstanceNormalization", convertInstanceNorm},
       {"ReduceMean", convertReduce<kMean>},
       {"ReduceSum", convertReduce<kSum>},
       {"ReduceMax", convertReduce<kMax>},

@@ -223,16 +223,37 @@ def run_test(t, args, work):
     os.makedirs(d)
     log = []
     fir = os.path.join(d, "t.fir")
+    model_path = os.path.join(t.path, "model.onnx")
+    bound = 0
     try:
-        rc, out = run([args.fusec, os.path.join(t.path, "model.onnx")] + args.fusec_args +
-                      ["-o", fir], log)
+        if args.bind_inputs:
+            # Inputs after the first become initializers holding the test's
+            # data (data set 0): shape inputs (axes, pads, sizes, ...) become
+            # the constants fusec's static types need; the expected outputs
+            # stay ONNX's.
+            import onnx
+            from onnx import numpy_helper
+            model = onnx.load(model_path)
+            graph = model.graph
+            initialized = {i.name for i in graph.initializer}
+            inputs = [i for i in graph.input if i.name not in initialized]
+            if len(inputs) < 2:
+                return "skipped", "one input: nothing to bind", log
+            for i, info in enumerate(inputs[1:], start=1):
+                arr = load_pb(t.datasets[0][0][i])
+                graph.initializer.append(numpy_helper.from_array(arr, info.name))
+                graph.input.remove(info)
+            bound = len(inputs) - 1
+            model_path = os.path.join(d, "bound.onnx")
+            onnx.save(model, model_path)
+        rc, out = run([args.fusec, model_path] + args.fusec_args + ["-o", fir], log)
         if rc is None:
             return "fail", "fusec " + out, log
         if rc != 0:
             return "import-error", first_error_line(out), log
         for k, (ins, outs) in enumerate(t.datasets):
             npys = []
-            for i, pb in enumerate(ins):
+            for i, pb in enumerate(ins[:len(ins) - bound] if bound else ins):
                 arr = load_pb(pb)
                 if arr.dtype.name not in SUPPORTED_NP:
                     return "skipped", "input %d has dtype %s" % (i, arr.dtype), log
@@ -284,6 +305,9 @@ def main():
     ap.add_argument("--work", help="work directory (default: a temporary one, removed)")
     ap.add_argument("--filter", help="only tests whose name matches this regex")
     ap.add_argument("--fusec-args", default="", help='extra fusec flags, e.g. "-O2"')
+    ap.add_argument("--bind-inputs", action="store_true",
+                    help="make every graph input after the first an initializer holding "
+                         "the test's data (tests with one input are skipped)")
     ap.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--list", action="store_true",
                     help="only list the tests (ops, opset, skip reason); runs nothing")

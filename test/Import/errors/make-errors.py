@@ -70,9 +70,8 @@ def main():
 
     # An operator fusec does not map (valid ONNX).
     save("unsupported_op", model(
-        [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up", mode="nearest")],
-        [vi("x", [1, 1, 2, 2])], [vi("y", [1, 1, 4, 4])],
-        [const("scales", np.array([1, 1, 2, 2], dtype=np.float32))]))
+        [helper.make_node("DepthToSpace", ["x"], ["y"], name="d2s", blocksize=2)],
+        [vi("x", [1, 4, 2, 2])], [vi("y", [1, 1, 4, 4])]))
 
     # A made-up attribute on a supported operator (not valid ONNX).
     save("conv_extra_attr", model(

@@ -1,0 +1,206 @@
+//===- ONNXOpsResize.cpp - Resize and Upsample ----------------------------===//
+//
+// Resize (opsets 10-17) and Upsample (7-9) on static shapes, nearest and
+// linear modes, as gathers with constant indices (FIR has no resize op):
+//   1. the output size of each axis: from `sizes`, or floor(in * scale);
+//      the scale of an axis is `scales[d]`, or out / in when `sizes` is
+//      given;
+//   2. for each output index i of a resized axis, the source coordinate x
+//      by coordinate_transformation_mode (half_pixel, pytorch_half_pixel,
+//      align_corners, asymmetric, tf_half_pixel_for_nn; Resize-10 and
+//      Upsample are asymmetric), with ONNX's resized length in * scale (not
+//      rounded) where the formula uses it;
+//   3. nearest: x rounded by nearest_mode (round_prefer_floor,
+//      round_prefer_ceil, floor, ceil), clamped into the axis: one `take`;
+//      linear: the neighbours floor(x) and floor(x) + 1 (clamped) and the
+//      weight x - floor(x): take(lo) * (1 - w) + take(hi) * w, w a constant
+//      broadcast along the axis. Axes are resized one after another (linear
+//      interpolation is separable).
+// Cubic mode and tf_crop_and_resize (which needs roi) are rejected.
+//
+//===----------------------------------------------------------------------===//
+#include "ONNXImporter.h"
+
+#include <cmath>
+
+using namespace fusec;
+using namespace fusec::onnximport;
+
+namespace {
+struct ResizeAxis {
+  int64_t in = 0, out = 0;
+  double scale = 1;
+  // ONNX's length_resized: in * scale, not rounded, when scales are given.
+  double resized = 0;
+};
+} // namespace
+
+/// The source coordinate of output index `i` (step 2).
+static double sourceCoordinate(const std::string &mode, int64_t i, const ResizeAxis &axis) {
+  double x = double(i);
+  if (mode == "half_pixel")
+    return (x + 0.5) / axis.scale - 0.5;
+  if (mode == "pytorch_half_pixel")
+    return axis.resized != 1 ? (x + 0.5) / axis.scale - 0.5 : -0.5;
+  if (mode == "align_corners")
+    return axis.resized == 1 ? 0.0 : x * double(axis.in - 1) / (axis.resized - 1);
+  if (mode == "tf_half_pixel_for_nn")
+    return (x + 0.5) / axis.scale;
+  return x / axis.scale; // asymmetric
+}
+
+static int64_t nearestIndex(const std::string &mode, double x, int64_t length) {
+  double rounded;
+  if (mode == "floor")
+    rounded = std::floor(x);
+  else if (mode == "ceil")
+    rounded = std::ceil(x);
+  else if (x == std::floor(x) + 0.5) // a tie
+    rounded = mode == "round_prefer_ceil" ? std::ceil(x) : std::floor(x);
+  else
+    rounded = std::round(x);
+  return std::clamp<int64_t>(int64_t(rounded), 0, length - 1);
+}
+
+static Value *takeAlong(NodeContext &c, Value *x, int64_t d, const std::vector<int64_t> &indices,
+                        const std::string &name) {
+  TensorData data(DType::i64, {int64_t(indices.size())});
+  for (size_t k = 0; k < indices.size(); ++k)
+    data.setInt(int64_t(k), indices[k]);
+  Value *index = c.emitConstant(std::move(data), name + "_indices");
+  Attrs attrs;
+  attrs.set("axis", Attr::makeInt(d));
+  return x && index ? c.emit("take", {Operand::of(x), Operand::of(index)}, attrs, name) : nullptr;
+}
+
+static bool convertResize(NodeContext &c) {
+  bool upsample = c.node.op_type() == "Upsample";
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  std::string mode = c.attrString("mode", "nearest");
+  if (mode != "nearest" && mode != "linear")
+    return c.fail("mode '" + mode + "' is not supported (nearest and linear are)");
+  bool legacy = upsample || c.opset < 11; // asymmetric, floor
+  std::string transform =
+      legacy ? "asymmetric" : c.attrString("coordinate_transformation_mode", "half_pixel");
+  std::string nearestMode = legacy ? "floor" : c.attrString("nearest_mode", "round_prefer_floor");
+  if (!legacy) {
+    c.attrFloat("cubic_coeff_a", -0.75);
+    c.attrFloat("extrapolation_value", 0);
+    if (c.attrInt("exclude_outside", 0) != 0)
+      return c.fail("exclude_outside = 1 is not supported");
+  }
+  static const char *transforms[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                     "asymmetric", "tf_half_pixel_for_nn"};
+  if (!llvm::is_contained(transforms, transform))
+    return c.fail("coordinate_transformation_mode '" + transform + "' is not supported");
+  static const char *nearestModes[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                       "ceil"};
+  if (!llvm::is_contained(nearestModes, nearestMode))
+    return c.fail("nearest_mode '" + nearestMode + "' is not supported");
+
+  // Step 1: the scales or sizes.
+  int64_t rank = x->type.getRank();
+  size_t scalesInput = upsample || c.opset < 11 ? 1 : 2, sizesInput = 3;
+  std::vector<double> scales;
+  std::optional<std::vector<int64_t>> sizes;
+  if (upsample && c.opset < 9) {
+    scales = c.attrFloats("scales");
+  } else if (c.hasInput(scalesInput) && c.constant(scalesInput) &&
+             c.constant(scalesInput)->getNumElements() > 0) {
+    const TensorData *given = c.constant(scalesInput);
+    for (int64_t k = 0; k < given->getNumElements(); ++k)
+      scales.push_back(given->get(k));
+  } else if (!legacy && c.hasInput(sizesInput)) {
+    if (!(sizes = c.ints(sizesInput, "sizes")))
+      return false;
+  } else {
+    return c.fail("scales or sizes must be given as constants");
+  }
+  if ((sizes ? int64_t(sizes->size()) : int64_t(scales.size())) != rank)
+    return c.fail("scales or sizes must have one entry per dim (" + std::to_string(rank) + ")");
+  std::vector<ResizeAxis> axes(static_cast<size_t>(rank));
+  for (int64_t d = 0; d < rank; ++d) {
+    const Dim &dim = x->type.getShape()[d];
+    ResizeAxis &axis = axes[d];
+    bool unchanged = sizes ? dim.isStatic() && (*sizes)[d] == dim.size : scales[d] == 1.0;
+    if (unchanged) {
+      axis.in = axis.out = dim.isStatic() ? dim.size : -1;
+      continue;
+    }
+    if (dim.isSymbolic())
+      return c.fail("resizing the symbolic dim '" + dim.symbol + "' is not supported");
+    axis.in = dim.size;
+    if (sizes) {
+      axis.out = (*sizes)[d];
+      axis.scale = double(axis.out) / double(axis.in);
+      axis.resized = double(axis.out);
+    } else {
+      axis.scale = scales[d];
+      double out = std::floor(double(axis.in) * axis.scale);
+      if (!(axis.scale > 0) || !(out <= double(kMaxDimSize)))
+        return c.fail("scale " + formatScalar(axis.scale, DType::f32) + " is invalid");
+      axis.out = int64_t(out);
+      axis.resized = double(axis.in) * axis.scale;
+    }
+    if (axis.out < 1 || axis.out > kMaxDimSize || axis.in < 1 || !(axis.scale > 0))
+      return c.fail("cannot resize a dim of " + std::to_string(axis.in) + " to " +
+                    std::to_string(axis.out));
+  }
+
+  // Steps 2 and 3, one resized axis after another.
+  Value *current = x;
+  DType dtype = x->type.getDType();
+  for (int64_t d = 0; d < rank && current; ++d) {
+    const ResizeAxis &axis = axes[d];
+    if (axis.in == axis.out)
+      continue;
+    std::string name = c.node.output(0) + "_" + std::to_string(d);
+    std::vector<int64_t> lo, hi;
+    std::vector<double> weight;
+    for (int64_t i = 0; i < axis.out; ++i) {
+      double source = sourceCoordinate(transform, i, axis);
+      if (mode == "nearest") {
+        lo.push_back(nearestIndex(nearestMode, source, axis.in));
+        continue;
+      }
+      double base = std::floor(source);
+      lo.push_back(std::clamp<int64_t>(int64_t(base), 0, axis.in - 1));
+      hi.push_back(std::clamp<int64_t>(int64_t(base) + 1, 0, axis.in - 1));
+      weight.push_back(source < 0 ? 0.0 : source - base);
+    }
+    if (mode == "nearest") {
+      current = takeAlong(c, current, d, lo, name + "_resized");
+      continue;
+    }
+    if (!isFloatDType(dtype))
+      return c.fail("linear resizing needs a float input, not " + x->type.str());
+    Value *low = takeAlong(c, current, d, lo, name + "_lo");
+    Value *high = takeAlong(c, current, d, hi, name + "_hi");
+    std::vector<int64_t> weightShape(size_t(rank), 1);
+    weightShape[d] = axis.out;
+    TensorData w(dtype, weightShape), complement(dtype, weightShape);
+    for (int64_t i = 0; i < axis.out; ++i) {
+      w.set(i, weight[i]);
+      complement.set(i, 1.0 - weight[i]);
+    }
+    Value *wHigh = c.emitConstant(std::move(w), name + "_w_hi");
+    Value *wLow = c.emitConstant(std::move(complement), name + "_w_lo");
+    Value *a = low ? c.emit("multiply", {Operand::of(low), Operand::of(wLow)}, {}, name + "_a")
+                   : nullptr;
+    Value *b = high ? c.emit("multiply", {Operand::of(high), Operand::of(wHigh)}, {}, name + "_b")
+                    : nullptr;
+    current = a && b ? c.emit("add", {Operand::of(a), Operand::of(b)}, {}, name + "_resized")
+                     : nullptr;
+  }
+  c.define(0, current);
+  return true;
+}
+
+void onnximport::registerResizeOps(std::vector<OpConverter> &table) {
+  table.insert(table.end(), {
+      {"Resize", convertResize},
+      {"Upsample", convertResize},
+  });
+}

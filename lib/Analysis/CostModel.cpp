@@ -187,9 +187,15 @@ PlacementCost fusec::estimatePlacement(const KStage &producer, int64_t producerE
 
 PrologueCost fusec::estimatePrologue(double workPerElement, int64_t elements, int64_t bytes,
                                      int64_t otherExtent, const TargetDesc &target) {
-  PrologueCost cost;
   int64_t tile = otherExtent >= 128 ? 128 : 64;
-  cost.rereads = std::max<int64_t>(1, (otherExtent + tile - 1) / tile);
+  return estimateRecompute(workPerElement, elements, bytes,
+                           std::max<int64_t>(1, (otherExtent + tile - 1) / tile), target);
+}
+
+PrologueCost fusec::estimateRecompute(double workPerElement, int64_t elements, int64_t bytes,
+                                      int64_t factor, const TargetDesc &target) {
+  PrologueCost cost;
+  cost.rereads = std::max<int64_t>(1, factor);
   double work = workPerElement * double(elements) / target.flopsPerUs();
   cost.fusedUs = work * double(cost.rereads);
   cost.separateUs = target.launchOverheadUs + 2.0 * double(bytes) / target.bytesPerUs() + work;

@@ -122,7 +122,8 @@ std::string fusec::getNamedPipeline(llvm::StringRef name, llvm::StringRef costMo
     std::string options = "cost-model=" + costModel.str() + ",target=" + target.str();
     return "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true,"
            "prologue-aware=true,target=" + target.str() + "},"
-           "legalize,annotate-pattern,fuse-ops{prologue=true,target=" + target.str() + "},"
+           "legalize,annotate-pattern,fuse-ops{prologue=true,recompute-veto=true,target=" +
+           target.str() + "},"
            "fuse-tir,schedule{" + options + "},lower";
   }
   return "";

@@ -23,7 +23,10 @@
 // Steps 2-4 are GroupOutliner.cpp, shared with fuse-by-pattern. With
 // prologue=true (not TVM; -O2), elementwise producers of a matmul or
 // convolution join its group where the cost model says so, between steps 1
-// and 2 (FusePrologues.cpp).
+// and 2 (FusePrologues.cpp); with recompute-veto=true (not TVM; -O2), before
+// that, a producer a reduction's or contraction's loop would recompute per
+// broadcast element leaves the group where its own kernel is cheaper
+// (RecomputeVeto.cpp).
 // Options: max-fused-ops, max-function-args (inputs plus outputs of the
 // fused kernel; 0 = no limit), max-merges (stop after N fusions; -1 = all).
 //
@@ -63,8 +66,12 @@ public:
     declareOption("prologue", OptionKind::Bool, "false",
                   "Fuse elementwise producers into matmuls/convolutions when the cost "
                   "model says so (not TVM)");
+    declareOption("recompute-veto", OptionKind::Bool, "false",
+                  "Keep a producer out of a reduction's or matmul's group when the loop "
+                  "would recompute it per broadcast element at a cost above its own kernel "
+                  "(XLA-style; not TVM)");
     declareOption("target", OptionKind::String, "sm_90",
-                  "The prologue cost model's GPU: sm_80, sm_86, sm_89, sm_90, h200 or a file");
+                  "The cost model's GPU: sm_80, sm_86, sm_89, sm_90, h200 or a file");
   }
   bool run(Module &module, PassContext &context) override;
 
@@ -73,7 +80,7 @@ private:
                  PassContext &context);
   OutlinedFunctionTable functionTable;
   PartitionOptions options;
-  std::optional<TargetDesc> prologueTarget;
+  std::optional<TargetDesc> prologueTarget, vetoTarget;
 };
 } // namespace
 
@@ -82,6 +89,8 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
   FusionGraph graph = buildFusionGraph(module, block);
   Partition partition = partitionGraph(graph, options);
   std::set<int> prologues;
+  if (vetoTarget)
+    vetoRecomputation(module, function, graph, partition, *vetoTarget, context);
   if (prologueTarget)
     prologues = mergePrologues(module, function, graph, partition, *prologueTarget, context);
   // Members of each group, in binding order.
@@ -168,11 +177,15 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
 
 bool FuseOps::run(Module &module, PassContext &context) {
   prologueTarget.reset();
-  if (getBoolOption("prologue")) {
+  vetoTarget.reset();
+  if (getBoolOption("prologue") || getBoolOption("recompute-veto")) {
     TargetDesc target;
     if (!loadTargetDesc(getStringOption("target"), target, context.diag, getName()))
       return false;
-    prologueTarget = target;
+    if (getBoolOption("prologue"))
+      prologueTarget = target;
+    if (getBoolOption("recompute-veto"))
+      vetoTarget = target;
   }
   options.maxFusedOps = getIntOption("max-fused-ops");
   options.maxFunctionArgs = getIntOption("max-function-args");

@@ -1,8 +1,11 @@
-//===- FusePrologues.h - Cost-aware prologue fusion for fuse-ops -*- C++ -*-===//
+//===- FusePrologues.h - Cost-aware decisions of fuse-ops -------*- C++ -*-===//
 //
 // fuse-ops{prologue=true}: after TVM's partition, an elementwise producer
 // group that only a contraction reads joins the contraction's group when the
-// cost model says so (FusePrologues.cpp). Not a public header.
+// cost model says so (FusePrologues.cpp); fuse-ops{recompute-veto=true}: a
+// producer that a reduction's or contraction's loop would recompute per
+// broadcast element leaves the group when that costs more than its own
+// kernel (RecomputeVeto.cpp). Not a public header.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSEC_LIB_TRANSFORMS_FUSEPROLOGUES_H
@@ -21,6 +24,17 @@ namespace fusec {
 std::set<int> mergePrologues(const Module &module, const Function &function,
                              const FusionGraph &graph, Partition &partition,
                              const TargetDesc &target, PassContext &context);
+
+/// XLA-style veto (not TVM): in a group whose kernel the reduction or
+/// matmul rule will schedule (both inline spatial producers into their
+/// loops), a member read through a broadcast (its consumer in the group has
+/// more elements) is recomputed for each of them; when the cost model says
+/// that costs more than its own launch and round trip, the member and the
+/// producers only it reads leave the group. Returns the nodes moved out;
+/// every decision is a remark and a report decision.
+std::set<int> vetoRecomputation(const Module &module, const Function &function,
+                                const FusionGraph &graph, Partition &partition,
+                                const TargetDesc &target, PassContext &context);
 
 /// The node of `group`'s contraction (a call_kernel of a matmul or
 /// convolution kernel), or -1.

@@ -200,6 +200,11 @@ struct PrologueCost {
 };
 PrologueCost estimatePrologue(double workPerElement, int64_t elements, int64_t bytes,
                               int64_t otherExtent, const TargetDesc &target);
+/// The same comparison for a producer re-evaluated `factor` times per
+/// element (a broadcast read inside a reduction's loop) against its own
+/// kernel; `rereads` is `factor`.
+PrologueCost estimateRecompute(double workPerElement, int64_t elements, int64_t bytes,
+                               int64_t factor, const TargetDesc &target);
 
 } // namespace fusec
 

@@ -1,0 +1,147 @@
+//===- RecomputeVeto.cpp - fuse-ops: refuse fusions that recompute --------===//
+//
+// Contract (fuse-ops{recompute-veto=true}, not TVM; -O2): after TVM's
+// partition, no group makes its kernel re-evaluate an expensive producer
+// for every element of a broadcast when a kernel of its own is cheaper.
+// Elementwise and broadcast groups are not touched: their schedule places
+// such producers itself (compute_at or materialize, ScheduleBroadcast.cpp).
+// Groups rooted at a reduction or a contraction are: their rules inline
+// every spatial producer into the reduction's loop (seed issue 003 with a
+// row sum after the broadcast add).
+//
+// Algorithm, per such group:
+//   1. for each member p that is a kernel call of at most injective
+//      pattern, the recompute factor: the largest element count of a
+//      non-reduction consumer in the group over p's own (1 when nothing
+//      broadcasts p);
+//   2. p's chain: p and, transitively, the group's producers whose every
+//      consumer is in the chain (what leaves with p); its work per element
+//      is the sum of the chain kernels' expression work;
+//   3. estimateRecompute: the chain re-evaluated `factor` times per element
+//      against one launch plus a write and a read of p; when separate is
+//      cheaper, the chain becomes a group of its own (representative p).
+// Every factor > 1 decision is a remark (with both estimates) and a report
+// decision.
+//
+//===----------------------------------------------------------------------===//
+#include "FusePrologues.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+using namespace fusec;
+
+/// The static element count of node `n`'s value, or nullopt.
+static std::optional<int64_t> elementsOf(const FusionGraph &graph, int n) {
+  const Value *value = graph.nodes[n].value;
+  if (!value || !value->type.isTensor())
+    return std::nullopt;
+  return value->type.getStaticNumElements();
+}
+
+static double kernelWork(const Module &module, const Binding &binding, const TargetDesc &target) {
+  double work = 0;
+  if (const Kernel *kernel = module.lookupKernel(binding.callee))
+    for (const KStage &stage : kernel->stages)
+      work += expressionWork(*stage.body, target, {});
+  return work;
+}
+
+std::set<int> fusec::vetoRecomputation(const Module &module, const Function &function,
+                                       const FusionGraph &graph, Partition &partition,
+                                       const TargetDesc &target, PassContext &context) {
+  std::set<int> moved;
+  std::map<int, std::vector<int>> groups;
+  for (int node = 0; node < int(graph.nodes.size()); ++node)
+    if (graph.nodes[node].binding)
+      groups[partition.group[node]].push_back(node);
+  for (auto &[group, members] : groups) {
+    OpPatternKind kind = partition.groupPattern[group];
+    if (members.size() < 2 ||
+        (kind != OpPatternKind::CommReduce && kind != OpPatternKind::OutEWiseFusable))
+      continue;
+    // Later members first: a chain that leaves takes its producers along.
+    for (auto it = members.rbegin(); it != members.rend(); ++it) {
+      int p = *it;
+      const FusionGraph::Node &node = graph.nodes[p];
+      if (partition.group[p] != group || moved.count(p) || !node.binding ||
+          node.binding->kind != ExprKind::CallKernel || node.pattern > OpPatternKind::Injective)
+        continue;
+      std::optional<int64_t> elements = elementsOf(graph, p);
+      if (!elements || *elements == 0)
+        continue;
+      // Step 1: the recompute factor.
+      int64_t factor = 1;
+      int widest = -1;
+      for (const FusionGraph::Edge &edge : node.outputs) {
+        if (partition.group[edge.consumer] != group ||
+            graph.nodes[edge.consumer].pattern > OpPatternKind::Injective)
+          continue;
+        std::optional<int64_t> consumerElements = elementsOf(graph, edge.consumer);
+        if (consumerElements && *consumerElements / *elements > factor) {
+          factor = *consumerElements / *elements;
+          widest = edge.consumer;
+        }
+      }
+      if (factor <= 1)
+        continue;
+      // Step 2: the chain that would leave with p.
+      std::set<int> chain{p};
+      for (bool grew = true; grew;) {
+        grew = false;
+        for (int q : members) {
+          if (chain.count(q) || partition.group[q] != group || !graph.nodes[q].binding ||
+              graph.nodes[q].externRef || graph.nodes[q].pattern > OpPatternKind::Injective)
+            continue;
+          bool feedsOnlyChain = !graph.nodes[q].outputs.empty();
+          for (const FusionGraph::Edge &edge : graph.nodes[q].outputs)
+            feedsOnlyChain &= chain.count(edge.consumer) != 0;
+          if (feedsOnlyChain) {
+            chain.insert(q);
+            grew = true;
+          }
+        }
+      }
+      double work = 0;
+      for (int q : chain)
+        work += kernelWork(module, *graph.nodes[q].binding, target);
+      // Step 3: the estimates.
+      int64_t bytes = *elements * dtypeBytes(node.value->type.getDType());
+      PrologueCost cost = estimateRecompute(work, *elements, bytes, factor, target);
+      bool separate = !cost.fuse();
+      std::string reason;
+      llvm::raw_string_ostream os(reason);
+      os << "the " << (kind == OpPatternKind::CommReduce ? "reduction" : "contraction")
+         << "'s loop would evaluate it " << factor << " times per element ("
+         << llvm::format("%.0f", work) << " FMA slots each), which "
+         << (separate ? "costs more than" : "costs less than")
+         << " its own kernel (a launch and a " << llvm::format("%.1f", double(bytes) / 1024)
+         << " KiB round trip)";
+      os.flush();
+      const std::string producer = "%" + node.value->name,
+                        consumer = "%" + graph.nodes[widest].value->name;
+      if (context.remarks)
+        *context.remarks << "remark: fuse-ops: @" << function.name << ": " << producer << " -> "
+                         << consumer << (separate ? ": not fused" : ": fused") << " (" << reason
+                         << "; estimated us: fused " << llvm::format("%.3f", cost.fusedUs)
+                         << ", separate " << llvm::format("%.3f", cost.separateUs) << ")\n";
+      if (context.report)
+        context.report->decisions.push_back(
+            {"fuse-ops", function.name, separate ? "separate" : "fused", reason,
+             {{"producer", producer}, {"consumer", consumer}},
+             {{"fused_us", cost.fusedUs}, {"separate_us", cost.separateUs},
+              {"chosen_us", separate ? cost.separateUs : cost.fusedUs}}});
+      if (!separate)
+        continue;
+      for (int q : chain) {
+        partition.group[q] = p;
+        moved.insert(q);
+      }
+      partition.groupPattern[p] = node.pattern;
+      partition.reason[p] = "vetoed: " + reason;
+    }
+  }
+  return moved;
+}

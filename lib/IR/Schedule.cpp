@@ -119,9 +119,6 @@ public:
       case StageSchedule::ComputeAt: {
         if (output)
           return error(entry.loc, "output '%" + entry.stage + "' must be a root stage");
-        if (entry.level == StageSchedule::Thread && !stage.isReduction())
-          return error(entry.loc, "compute_at(..., thread) is for reductions; "
-                                  "inline the spatial stage '%" + entry.stage + "'");
         bool later = false;
         for (size_t j = i + 1; j < kernel.stages.size(); ++j)
           later |= kernel.stages[j].buffer == entry.consumer;

@@ -5,8 +5,9 @@
 //      reads substituted in (earlier stages first, so chains collapse).
 //   2. Each root stage becomes one launch, in stage order; the stages
 //      computed at it at block level are emitted first in the same launch
-//      (into shared memory, a barrier after each); thread-level reductions
-//      are expanded where they are read, into locals.
+//      (into shared memory, a barrier after each); thread-level stages are
+//      expanded where they are read, into locals (a reduction's
+//      accumulator, a spatial stage's value), once per index tuple.
 //   3. Flat mapping: the flat output index is split into block, thread and
 //      vector lane; coordinates come back by floordiv/mod; a guard is
 //      emitted unless the total is a static multiple of a block's elements.
@@ -126,7 +127,9 @@ KExprPtr KernelLowering::lowerValue(const KStage &stage,
   body = substituteVars(body, bindings);
   if (hoist)
     body = hoistRepeatedLoads(body, pre);
-  // Thread-level reductions, once per distinct index tuple of this value.
+  // Thread-level stages, once per distinct index tuple of this value: a
+  // reduction into an accumulator, a spatial stage (read several times per
+  // element) into a register.
   std::map<std::string, std::string> computed;
   return rewriteLoads(body, [&](const KExpr &load, const std::vector<KExprPtr> &indices) {
     const StageSchedule *entry = kernel.schedule.find(load.name);
@@ -138,13 +141,21 @@ KExprPtr KernelLowering::lowerValue(const KStage &stage,
     for (const KExprPtr &index : indices)
       key += printExpr(*index) + ",";
     std::string &acc = computed[key];
+    DType dtype = producer->isReduction() ? producer->accumulate
+                                          : kernel.findBuffer(load.name)->type.getDType();
     if (acc.empty()) {
       std::map<std::string, KExprPtr> producerBindings;
       for (size_t d = 0; d < producer->spatialVars.size(); ++d)
         producerBindings[producer->spatialVars[d]] = indices[d];
-      acc = emitSerialReduction(*producer, producerBindings, pre, ok);
+      if (producer->isReduction()) {
+        acc = emitSerialReduction(*producer, producerBindings, pre, ok);
+      } else {
+        KExprPtr value = lowerValue(*producer, producerBindings, pre, ok);
+        acc = addBuffer(load.name + "_val", KBuffer::Local, dtype, 1);
+        pre.push_back(store(acc, {cnst(0)}, castTo(value, dtype)));
+      }
     }
-    return castTo(KExpr::load(acc, {cnst(0)}, producer->accumulate), load.dtype);
+    return castTo(KExpr::load(acc, {cnst(0)}, dtype), load.dtype);
   });
 }
 
@@ -207,8 +218,8 @@ bool KernelLowering::emitFlat(const KStage &stage, const StageMapping &mapping) 
     std::vector<LStmt> pre;
     KExprPtr value = lowerValue(stage, bindings, pre, ok, /*hoist=*/false);
     if (!pre.empty())
-      return error(entry.loc, "a vector loop cannot hold the reductions '%" + stage.buffer +
-                                  "' computes per element; use vector = 1");
+      return error(entry.loc, "a vector loop cannot hold the thread-level stages '%" +
+                                  stage.buffer + "' computes per element; use vector = 1");
     std::vector<LStmt> lanes;
     lanes.push_back(store(stage.buffer, coords, value));
     body.push_back(loop(LStmt::Vector, lane, cnst(vector), std::move(lanes)));
@@ -367,7 +378,7 @@ bool KernelLowering::emitStrided(const KStage &stage, const std::vector<KExprPtr
   if (vector > 1) {
     if (body.size() != 1)
       return error(scheduleOf(stage.buffer).loc,
-                   "a vector loop cannot hold the reductions '%" + stage.buffer +
+                   "a vector loop cannot hold the thread-level stages '%" + stage.buffer +
                        "' computes per element; use vector = 1");
     std::vector<LStmt> lanes = std::move(body);
     body.clear();

@@ -6,10 +6,14 @@
 // root with a flat mapping of 256 threads and the widest vector (16 bytes)
 // that divides its last dim, so contiguous operands move as one access.
 // With a cost model, broadcast producers are placed by it instead
-// (ScheduleBroadcast.cpp).
+// (ScheduleBroadcast.cpp), and an internal stage that the output reads
+// several times per element (a diamond inside the kernel) is computed once
+// per thread into a register rather than inlined at every read.
 //
 //===----------------------------------------------------------------------===//
 #include "ScheduleRules.h"
+
+#include "llvm/Support/Format.h"
 
 using namespace fusec;
 
@@ -52,6 +56,75 @@ bool fusec::readsAtOwnIndex(const KExpr &body, llvm::StringRef producer,
   return true;
 }
 
+/// The loads of `buffer` in `e`; with `unconditional`, only those evaluated
+/// whatever the data (not in a select branch, not right of && or ||).
+static int countLoads(const KExpr &e, llvm::StringRef buffer, bool unconditional) {
+  int count = e.kind == KExpr::Load && e.name == buffer;
+  size_t evaluated = unconditional && (e.kind == KExpr::Select || e.kind == KExpr::And ||
+                                       e.kind == KExpr::Or)
+                         ? 1
+                         : e.args.size();
+  for (size_t i = 0; i < evaluated; ++i)
+    if (e.args[i])
+      count += countLoads(*e.args[i], buffer, unconditional);
+  return count;
+}
+
+/// With a target (not TVM): an internal stage that the output, once the
+/// other inline stages are substituted, reads several times per element (a
+/// diamond inside the kernel) and that costs more than a few FMA slots is
+/// computed once per thread into a register, compute_at(output, thread),
+/// instead of being inlined at every read; the output's vector width
+/// becomes 1 (a vector loop holds no per-element statements).
+static void computeSharedStagesOnce(const Kernel &kernel, KSchedule &schedule,
+                                    const ScheduleCostContext &cost) {
+  constexpr double kMinWork = 4; // FMA slots: below, recomputing is as cheap
+  // Latest stages first: a shared stage's own producers are then read once,
+  // by it, and stay inlined into it.
+  for (size_t s = kernel.stages.size(); s-- > 0;) {
+    const KStage &shared = kernel.stages[s];
+    StageSchedule *entry = schedule.find(shared.buffer);
+    if (!entry || entry->placement != StageSchedule::Inline)
+      continue;
+    // The stages as lowering would see them, `shared` not inlined.
+    std::vector<KStage> stages = kernel.stages;
+    for (size_t i = 0; i < stages.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (j != s && schedule.find(stages[j].buffer)->placement == StageSchedule::Inline)
+          stages[i].body = inlineStage(stages[i].body, stages[j]);
+    const KStage *reader = nullptr;
+    int reads = 0;
+    bool single = true;
+    for (size_t i = s + 1; i < stages.size(); ++i) {
+      const StageSchedule *readerEntry = schedule.find(stages[i].buffer);
+      int count = countLoads(*stages[i].body, shared.buffer, false);
+      if (!count || readerEntry->placement == StageSchedule::Inline)
+        continue;
+      // A read under a condition (padding, a clamped gather) may be at an
+      // index that only the condition keeps in range: computing it ahead
+      // would load out of bounds.
+      single &= !reader && readerEntry->placement == StageSchedule::Root &&
+                readerEntry->mapping.kind == StageMapping::Flat &&
+                countLoads(*stages[i].body, shared.buffer, true) == count;
+      reader = &stages[i];
+      reads = count;
+    }
+    double work = expressionWork(*stages[s].body, *cost.target, {});
+    if (!reader || !single || reads < 2 || work < kMinWork)
+      continue;
+    entry->placement = StageSchedule::ComputeAt;
+    entry->consumer = reader->buffer;
+    entry->level = StageSchedule::Thread;
+    schedule.find(reader->buffer)->mapping.vector = 1;
+    if (cost.pass && cost.pass->remarks)
+      *cost.pass->remarks << "remark: schedule: @" << kernel.name << ": %" << shared.buffer
+                          << " -> %" << reader->buffer << ": compute_at thread (read " << reads
+                          << " times per element, " << llvm::format("%.0f", work)
+                          << " FMA slots each: computed once into a register, not inlined at "
+                             "every read)\n";
+  }
+}
+
 bool fusec::scheduleElementwise(const Kernel &kernel, KSchedule &schedule, std::string &why,
                                 const ScheduleCostContext &cost) {
   for (const KStage &stage : kernel.stages)
@@ -73,7 +146,9 @@ bool fusec::scheduleElementwise(const Kernel &kernel, KSchedule &schedule, std::
     }
     schedule.stages.push_back(std::move(entry));
   }
-  if (cost.target)
+  if (cost.target) {
     placeBroadcastProducers(kernel, schedule, cost);
+    computeSharedStagesOnce(kernel, schedule, cost);
+  }
   return true;
 }

@@ -64,18 +64,15 @@ static bool readWindow(NodeContext &c, const Type &x, Window &w) {
     return c.fail("kernel_shape, strides and dilations need 2 values and pads 4");
   // Bounded so that no window arithmetic below (or in the op's inference)
   // can overflow.
-  for (int64_t v : w.strides)
-    if (v < 1 || v > kMaxDimSize)
-      return c.fail("strides must be in [1, 2^40]");
-  for (int64_t v : w.dilations)
-    if (v < 1 || v > kMaxDimSize)
-      return c.fail("dilations must be in [1, 2^40]");
-  for (int64_t v : w.kernel)
-    if (v < 1 || v > kMaxDimSize)
-      return c.fail("kernel sizes must be in [1, 2^40]");
-  for (int64_t v : w.pads)
-    if (v < 0 || v > kMaxDimSize)
-      return c.fail("pads must be in [0, 2^40]");
+  const std::pair<const char *, const std::vector<int64_t> *> bounded[] = {
+      {"strides", &w.strides}, {"dilations", &w.dilations}, {"kernel sizes", &w.kernel},
+      {"pads", &w.pads}};
+  for (const auto &[what, values] : bounded) {
+    int64_t lowest = values == &w.pads ? 0 : 1;
+    for (int64_t v : *values)
+      if (v < lowest || v > kMaxDimSize)
+        return c.fail(std::string(what) + " must be in [" + std::to_string(lowest) + ", 2^40]");
+  }
   std::string autoPad = c.attrString("auto_pad", "NOTSET");
   if (autoPad == "VALID") {
     w.pads = {0, 0, 0, 0};

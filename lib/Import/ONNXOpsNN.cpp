@@ -299,6 +299,39 @@ static bool convertSoftmax(NodeContext &c) {
   return true;
 }
 
+namespace {
+struct Statistics {
+  Value *mean = nullptr, *centered = nullptr, *invStd = nullptr;
+};
+} // namespace
+
+/// mean(x), x - mean and rsqrt(mean((x - mean)^2) + epsilon) over `axes`
+/// (keepdims), as ONNX's normalizations define them; the mean and the
+/// inverse deviation take the given names (else ones after the output's).
+static Statistics emitStatistics(NodeContext &c, Value *x, const std::vector<int64_t> &axes,
+                                 double epsilon, const std::string &meanName,
+                                 const std::string &invStdName) {
+  std::string name = c.node.output(0);
+  Attrs reduce;
+  reduce.set("axis", makeIntList(axes));
+  reduce.set("keepdims", Attr::makeBool(true));
+  Statistics stats;
+  stats.mean = c.emit("mean", {Operand::of(x)}, reduce,
+                      meanName.empty() ? name + "_mean" : meanName);
+  stats.centered = c.emit("subtract", {Operand::of(x), Operand::of(stats.mean)}, {},
+                          name + "_centered");
+  Value *squared = c.emit("multiply", {Operand::of(stats.centered), Operand::of(stats.centered)},
+                          {}, name + "_squared");
+  Value *variance = c.emit("mean", {Operand::of(squared)}, reduce, name + "_variance");
+  Value *shifted = variance ? c.emit("add", {Operand::of(variance),
+                                             NodeContext::literal(epsilon, variance->type.getDType())},
+                                     {}, name + "_variance_eps")
+                            : nullptr;
+  stats.invStd = c.emit("rsqrt", {Operand::of(shifted)}, {},
+                        invStdName.empty() ? name + "_inv_std" : invStdName);
+  return stats;
+}
+
 static bool convertLayerNorm(NodeContext &c) {
   Value *x = c.input(0), *scale = c.input(1);
   if (!x || !scale)
@@ -329,23 +362,11 @@ static bool convertLayerNorm(NodeContext &c) {
   if (!c.hasOutput(1) && !c.hasOutput(2))
     return true;
   // Mean and InvStdDev, requested: computed by ops (keepdims shapes).
-  std::string name = c.node.output(0);
-  Attrs reduce;
-  reduce.set("axis", makeIntList(axes));
-  reduce.set("keepdims", Attr::makeBool(true));
-  Value *mean = c.emit("mean", {Operand::of(x)}, reduce,
-                       c.hasOutput(1) ? c.node.output(1) : name + "_mean");
-  Value *centered = c.emit("subtract", {Operand::of(x), Operand::of(mean)}, {}, name + "_centered");
-  Value *squared = c.emit("multiply", {Operand::of(centered), Operand::of(centered)}, {},
-                          name + "_squared");
-  Value *variance = c.emit("mean", {Operand::of(squared)}, reduce, name + "_variance");
-  Value *shifted = variance ? c.emit("add", {Operand::of(variance),
-                                             NodeContext::literal(epsilon, variance->type.getDType())},
-                                     {}, name + "_variance_eps")
-                            : nullptr;
-  c.define(1, mean);
-  c.define(2, c.emit("rsqrt", {Operand::of(shifted)}, {},
-                     c.hasOutput(2) ? c.node.output(2) : name + "_inv_std"));
+  Statistics stats = emitStatistics(c, x, axes, epsilon,
+                                    c.hasOutput(1) ? c.node.output(1) : "",
+                                    c.hasOutput(2) ? c.node.output(2) : "");
+  c.define(1, stats.mean);
+  c.define(2, stats.invStd);
   return true;
 }
 
@@ -363,21 +384,11 @@ static bool convertInstanceNorm(NodeContext &c) {
   std::vector<int64_t> axes;
   for (int64_t d = 2; d < rank; ++d)
     axes.push_back(d);
-  Attrs reduce;
-  reduce.set("axis", makeIntList(axes));
-  reduce.set("keepdims", Attr::makeBool(true));
-  Value *mean = c.emit("mean", {Operand::of(x)}, reduce, name + "_mean");
-  Value *centered = c.emit("subtract", {Operand::of(x), Operand::of(mean)}, {}, name + "_centered");
-  Value *squared = c.emit("multiply", {Operand::of(centered), Operand::of(centered)}, {},
-                          name + "_squared");
-  Value *variance = c.emit("mean", {Operand::of(squared)}, reduce, name + "_variance");
-  Value *shifted = variance ? c.emit("add", {Operand::of(variance),
-                                             NodeContext::literal(epsilon, variance->type.getDType())},
-                                     {}, name + "_variance_eps")
-                            : nullptr;
-  Value *inverse = c.emit("rsqrt", {Operand::of(shifted)}, {}, name + "_inv_std");
-  Value *normalized = c.emit("multiply", {Operand::of(centered), Operand::of(inverse)}, {},
-                             name + "_normalized");
+  Statistics stats = emitStatistics(c, x, axes, epsilon, "", "");
+  Value *normalized =
+      stats.invStd ? c.emit("multiply", {Operand::of(stats.centered), Operand::of(stats.invStd)},
+                            {}, name + "_normalized")
+                   : nullptr;
   Value *scale = perChannel(c, 1, rank, name + "_scale");
   Value *bias = perChannel(c, 2, rank, name + "_bias");
   Value *scaled = c.emit("multiply", {Operand::of(normalized), Operand::of(scale)}, {},

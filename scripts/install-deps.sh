@@ -25,7 +25,11 @@ else
 fi
 # Node.js and npm run ONNX Runtime, an optional second reference for the
 # model tests: a machine without them skips those checks.
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  { $SUDO apt-get update -q && $SUDO apt-get install -y -q --no-install-recommends nodejs npm; } \
-    || echo "install-deps: nodejs/npm unavailable; the ONNX Runtime checks will be skipped"
-fi
+# (NodeSource's nodejs bundles npm and conflicts with Debian's npm package:
+# each is installed only if still missing.)
+for tool in node npm; do
+  command -v "$tool" >/dev/null 2>&1 && continue
+  package=$([ "$tool" = node ] && echo nodejs || echo npm)
+  { $SUDO apt-get update -q && $SUDO apt-get install -y -q --no-install-recommends "$package"; } \
+    || echo "install-deps: $package unavailable; the ONNX Runtime checks will be skipped"
+done

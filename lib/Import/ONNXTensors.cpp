@@ -84,9 +84,11 @@ std::optional<int64_t> onnximport::normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
-/// The bytes of external data (`location`, `offset`, `length` entries).
+/// The bytes of external data (`location`, `offset`, `length` entries): a
+/// view into `file`, which holds the mapped file.
 static bool readExternal(const onnx::TensorProto &tensor, llvm::StringRef modelDirectory,
-                         std::string &bytes, std::string &error) {
+                         std::unique_ptr<llvm::MemoryBuffer> &file, llvm::StringRef &bytes,
+                         std::string &error) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const onnx::StringStringEntryProto &entry : tensor.external_data()) {
@@ -110,7 +112,8 @@ static bool readExternal(const onnx::TensorProto &tensor, llvm::StringRef modelD
     error = "the external data of tensor '" + tensor.name() + "' lies outside '" + location + "'";
     return false;
   }
-  bytes = all.substr(offset, length < 0 ? llvm::StringRef::npos : size_t(length)).str();
+  bytes = all.substr(offset, length < 0 ? llvm::StringRef::npos : size_t(length));
+  file = std::move(*buffer);
   return true;
 }
 
@@ -133,12 +136,15 @@ std::shared_ptr<TensorData> onnximport::readTensor(const onnx::TensorProto &tens
     count *= dim;
   }
   size_t bytes = size_t(count) * dtypeBytes(*dtype);
-  std::string external;
-  const std::string *raw = tensor.has_raw_data() ? &tensor.raw_data() : nullptr;
+  std::unique_ptr<llvm::MemoryBuffer> externalFile;
+  std::optional<llvm::StringRef> raw;
+  if (tensor.has_raw_data())
+    raw = tensor.raw_data();
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
-    if (!readExternal(tensor, modelDirectory, external, error))
+    llvm::StringRef external;
+    if (!readExternal(tensor, modelDirectory, externalFile, external, error))
       return nullptr;
-    raw = &external;
+    raw = external;
   }
   // The sizes are checked before anything is allocated: a corrupt dim must
   // not ask for terabytes.

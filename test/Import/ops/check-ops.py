@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 bin_dir, work = sys.argv[1], sys.argv[2]
@@ -17,23 +18,26 @@ rng = np.random.default_rng(7)
 failures = 0
 
 
-def check(name, op, x, consts, attrs, expected, opset=13, extra_inputs=()):
+def run_model(name, nodes, x, inits, expected, opset=13, levels=([], ["-O2"]), external=False,
+              suffix=""):
+    """Builds the graph `nodes` (input x, output y), imports it at each level,
+    runs it on x and compares y with `expected`; `suffix` is printed after
+    the result (`ok`, or `FAIL ...`)."""
     global failures
-    inits = [numpy_helper.from_array(np.asarray(v), n) for n, v in consts]
-    node = helper.make_node(op, ["x"] + [n for n, _ in consts] + list(extra_inputs), ["y"],
-                            **attrs)
-    inputs = [helper.make_tensor_value_info("x", helper.np_dtype_to_tensor_dtype(x.dtype)
-                                            if hasattr(helper, "np_dtype_to_tensor_dtype")
-                                            else TensorProto.FLOAT, list(x.shape))]
-    graph = helper.make_graph([node], name, inputs,
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                              initializer=inits)
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, list(x.shape))], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)], initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     path = os.path.join(work, name + ".onnx")
-    open(path, "wb").write(model.SerializeToString())
+    if external:  # the initializers in a file beside the model
+        onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                  location=name + ".data", size_threshold=0)
+    else:
+        open(path, "wb").write(model.SerializeToString())
     np.save(os.path.join(work, name + ".x.npy"), x)
     fir, out = os.path.join(work, name + ".fir"), os.path.join(work, name + ".out")
-    for level in ([], ["-O2"]):
+    for level in levels:
+        label = name + (" -O2" if level else "")
         r = subprocess.run([os.path.join(bin_dir, "fusec"), path, "-o", fir] + level,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            universal_newlines=True)
@@ -43,14 +47,21 @@ def check(name, op, x, consts, attrs, expected, opset=13, extra_inputs=()):
                                 "--outputs=" + out], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, universal_newlines=True)
         if r.returncode != 0:
-            print("%s%s: FAIL %s" % (name, " -O2" if level else "", r.stdout.strip()[:300]))
+            print("%s: FAIL %s" % (label, r.stdout.strip()[:300]))
             failures += 1
             continue
         got = np.load(os.path.join(out, "out0.npy"))
         ok = got.shape == expected.shape and np.allclose(got, expected, rtol=1e-6, atol=1e-6)
-        print("%s%s: %s" % (name, " -O2" if level else "",
-                            "ok" if ok else "FAIL got %s expected %s" % (got, expected)))
+        print("%s: %s%s" % (label, "ok" if ok else "FAIL got %s expected %s" % (got, expected),
+                            suffix(fir) if callable(suffix) else suffix))
         failures += not ok
+
+
+def check(name, op, x, consts, attrs, expected, opset=13):
+    """One `op` node reading x and the constants `consts` (as initializers)."""
+    inits = [numpy_helper.from_array(np.asarray(v), n) for n, v in consts]
+    node = helper.make_node(op, ["x"] + [n for n, _ in consts], ["y"], **attrs)
+    run_model(name, [node], x, inits, expected, opset)
 
 
 x = rng.standard_normal((2, 3, 4)).astype(np.float32)
@@ -86,48 +97,22 @@ nodes = [helper.make_node("Reshape", ["p", "pairs"], ["p2"]),
          helper.make_node("Reshape", ["p4", "flat"], ["p5"]),
          helper.make_node("Cast", ["p5"], ["pads"], to=TensorProto.INT64),
          helper.make_node("Pad", ["x", "pads"], ["y"])]
-graph = helper.make_graph(nodes, "torch_pad", [helper.make_tensor_value_info(
-    "x", TensorProto.FLOAT, [2, 3, 4])], [helper.make_tensor_value_info(
-        "y", TensorProto.FLOAT, None)], initializer=inits)
-path = os.path.join(work, "torch_pad.onnx")
-open(path, "wb").write(helper.make_model(
-    graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
-np.save(os.path.join(work, "torch_pad.x.npy"), x)
-subprocess.run([os.path.join(bin_dir, "fusec"), path, "-o", os.path.join(work, "torch_pad.fir")],
-               check=True)
-subprocess.run([os.path.join(bin_dir, "fusec-run"), os.path.join(work, "torch_pad.fir"),
-                "--inputs=" + os.path.join(work, "torch_pad.x.npy"),
-                "--outputs=" + os.path.join(work, "torch_pad.out")], check=True)
-got = np.load(os.path.join(work, "torch_pad.out", "out0.npy"))
 # F.pad(x, (1, 2)): pairs from the last dim first, [[1,2],[0,0],[0,0]],
-# reversed and transposed -> ONNX begins [0, 0, 1], ends [0, 0, 2].
-expected = np.pad(x, [(0, 0), (0, 0), (1, 2)])
-ok = got.shape == expected.shape and np.allclose(got, expected)
-bindings = open(os.path.join(work, "torch_pad.fir")).read().count(" = ")
-print("torch_pad: %s (%d bindings)" % ("ok" if ok else "FAIL", bindings))
-failures += not ok
+# reversed and transposed -> ONNX begins [0, 0, 1], ends [0, 0, 2]. Only the
+# padding itself may be left in the program.
+run_model("torch_pad", nodes, x, inits, np.pad(x, [(0, 0), (0, 0), (1, 2)]), levels=([],),
+          suffix=lambda fir: " (%d bindings)" % open(fir).read().count(" = "))
 
 # Range feeding an Add: y = x + arange(0.5, 4.5, 1.0) over the last axis.
-r = np.arange(0.5, 4.5, 1.0, dtype=np.float32)
 inits = [numpy_helper.from_array(np.array(v, np.float32), n)
          for n, v in (("start", 0.5), ("limit", 4.5), ("delta", 1.0))]
 nodes = [helper.make_node("Range", ["start", "limit", "delta"], ["r"]),
          helper.make_node("Add", ["x", "r"], ["y"])]
-graph = helper.make_graph(nodes, "range", [helper.make_tensor_value_info(
-    "x", TensorProto.FLOAT, [2, 3, 4])], [helper.make_tensor_value_info(
-        "y", TensorProto.FLOAT, None)], initializer=inits)
-path = os.path.join(work, "range.onnx")
-open(path, "wb").write(helper.make_model(
-    graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
-np.save(os.path.join(work, "range.x.npy"), x)
-subprocess.run([os.path.join(bin_dir, "fusec"), path, "-o", os.path.join(work, "range.fir")],
-               check=True)
-subprocess.run([os.path.join(bin_dir, "fusec-run"), os.path.join(work, "range.fir"),
-                "--inputs=" + os.path.join(work, "range.x.npy"),
-                "--outputs=" + os.path.join(work, "range.out")], check=True)
-got = np.load(os.path.join(work, "range.out", "out0.npy"))
-ok = np.allclose(got, x + r)
-print("range: %s" % ("ok" if ok else "FAIL"))
-failures += not ok
+run_model("range", nodes, x, inits, x + np.arange(0.5, 4.5, 1.0, dtype=np.float32),
+          levels=([],))
+# Initializers as external data (a file beside the model), read in place.
+w = rng.standard_normal((4, 5)).astype(np.float32)
+run_model("external_data", [helper.make_node("MatMul", ["x", "w"], ["y"])], x,
+          [numpy_helper.from_array(w, "w")], x @ w, levels=([],), external=True)
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

@@ -130,6 +130,11 @@ int fusec::runBackend(const Module &module, const BackendRequest &request,
         const Attr *cores = kernel->attrs.get("tensor_cores");
         add("tensor-cores", cores && cores->kind == Attr::Bool && cores->boolValue ? 1 : 0,
             "1 when mma.sync computes the tile");
+        uint64_t copied = 0;
+        if (const Attr *async = kernel->attrs.get("async_copy"); async && async->kind == Attr::List)
+          for (const Attr &operand : async->list)
+            copied += operand.kind == Attr::Bool && operand.boolValue;
+        add("async-copies", copied, "Operand tiles filled by cp.async (0 to 2)");
       }
     }
   return ExitSuccess;

@@ -18,6 +18,13 @@
 // sum taken in k order in f32 (rounded after every add), and counted as
 // 16 * 8 * 16 multiplies and adds per warp.
 //
+// An async_copy runs as cp.async may: the thread reads its source when it
+// starts the copy, but the elements land in shared memory only when an
+// async_wait retires the copy's committed group; until then they hold NaN.
+// So a tile read before its wait, or a copy started into a tile another
+// thread still reads, poisons the results instead of passing by accident
+// (the CPU runs threads one after another, where a GPU would race).
+//
 // Counting follows the emitted code: global loads and stores count their
 // bytes, except that a load which does not depend on a vector loop's lane
 // is made once for the vector (counted at lane 0); a contiguous vector
@@ -25,6 +32,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ExecNodes.h"
+
+#include <deque>
 
 using namespace fusec;
 using namespace fusec::exec;
@@ -152,6 +161,81 @@ struct Mma final : Stmt {
   }
 };
 
+/// The copies each thread has started and not yet seen land.
+struct AsyncState {
+  struct Copy {
+    Buffer *dst;
+    int64_t offset;
+    std::vector<double> values; // then zeros up to `width`
+    int64_t width;
+  };
+  std::vector<std::vector<Copy>> open;              // per thread, uncommitted
+  std::vector<std::deque<std::vector<Copy>>> groups; // per thread, committed
+  void reset(int64_t threads) {
+    open.assign(threads, {});
+    groups.assign(threads, {});
+  }
+  static void land(const std::vector<Copy> &group) {
+    for (const Copy &copy : group)
+      for (int64_t i = 0; i < copy.width; ++i)
+        copy.dst->data[copy.offset + i] =
+            i < int64_t(copy.values.size()) ? copy.values[i] : 0.0;
+  }
+};
+
+struct AsyncCopy final : Stmt {
+  Buffer *dst, *src;
+  std::vector<IndexCalc> dstIndices, srcIndices;
+  NodePtr valid;
+  int64_t width, elementBytes;
+  int threadSlot;
+  int64_t *bytesRead;
+  AsyncState *state;
+  void exec(int64_t *vars) override {
+    int64_t count = wrapToInt64(valid->eval(vars));
+    if (count < 0 || count > width)
+      throw ExecError{"async_copy into %" + dst->name + " reads " + std::to_string(count) +
+                      " elements; it copies " + std::to_string(width)};
+    int64_t to = Load::elementOffset(*dst, dstIndices, vars);
+    if (to % width != 0 || to + width > int64_t(dst->data.size()))
+      throw ExecError{"async_copy into %" + dst->name + " at element " + std::to_string(to) +
+                      " is not aligned to its " + std::to_string(width) +
+                      " elements or runs past the end"};
+    AsyncState::Copy copy{dst, to, {}, width};
+    if (count > 0) {
+      int64_t from = Load::elementOffset(*src, srcIndices, vars);
+      if (from % width != 0 || from + count > int64_t(src->data.size()))
+        throw ExecError{"async_copy from %" + src->name + " at element " +
+                        std::to_string(from) + " is not aligned to its " +
+                        std::to_string(width) + " elements or runs past the end"};
+      copy.values.assign(src->data.begin() + from, src->data.begin() + from + count);
+      *bytesRead += count * elementBytes;
+    }
+    std::fill(dst->data.begin() + to, dst->data.begin() + to + width, NAN);
+    state->open[vars[threadSlot]].push_back(std::move(copy));
+  }
+};
+
+struct AsyncCommit final : Stmt {
+  AsyncState *state;
+  void exec(int64_t *) override {
+    for (size_t t = 0; t < state->open.size(); ++t)
+      state->groups[t].push_back(std::move(state->open[t])), state->open[t].clear();
+  }
+};
+
+struct AsyncWait final : Stmt {
+  AsyncState *state;
+  size_t pending;
+  void exec(int64_t *) override {
+    for (auto &groups : state->groups)
+      while (groups.size() > pending) {
+        AsyncState::land(groups.front());
+        groups.pop_front();
+      }
+  }
+};
+
 struct Nothing final : Stmt {
   void exec(int64_t *) override {}
 };
@@ -210,6 +294,31 @@ public:
       mma->adds = &compiler.counters.evaluations["add"];
       return mma;
     }
+    case LStmt::AsyncCopy: {
+      auto copy = std::make_unique<AsyncCopy>();
+      copy->dst = compiler.buffers.lookup(stmt.buffer);
+      copy->src = compiler.buffers.lookup(stmt.value->name);
+      copy->dstIndices = compiler.compileIndices(stmt.indices);
+      copy->srcIndices = compiler.compileIndices(stmt.value->args);
+      copy->valid = compiler.compile(*stmt.extent);
+      copy->width = stmt.count;
+      copy->elementBytes = dtypeBytes(copy->src->dtype);
+      copy->threadSlot = threadSlot;
+      copy->bytesRead = &compiler.counters.bytesRead;
+      copy->state = &async;
+      return copy;
+    }
+    case LStmt::AsyncCommit: {
+      auto commit = std::make_unique<AsyncCommit>();
+      commit->state = &async;
+      return commit;
+    }
+    case LStmt::AsyncWait: {
+      auto wait = std::make_unique<AsyncWait>();
+      wait->state = &async;
+      wait->pending = size_t(stmt.count);
+      return wait;
+    }
     case LStmt::For: {
       auto loop = std::make_unique<ForLoop>();
       loop->extent = compiler.compile(*stmt.extent);
@@ -264,6 +373,7 @@ public:
   Compiler &compiler;
   int slotCount = 0, threadSlot = 0;
   int64_t threads = 1;
+  AsyncState async;
 };
 
 } // namespace
@@ -307,6 +417,7 @@ void exec::runLaunches(const Kernel &kernel, Compiler &compiler) {
       vars[blockSlot] = block;
       for (auto &buffer : scratch)
         std::fill(buffer->data.begin(), buffer->data.end(), NAN);
+      launchCompiler.async.reset(launch.threads);
       body->exec(vars.data());
     }
     for (auto &buffer : scratch)

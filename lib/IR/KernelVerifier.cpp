@@ -261,8 +261,42 @@ bool KernelVerifier::checkThreadStmt(const LStmt &stmt, bool inVector) {
   case LStmt::Barrier:
   case LStmt::Shuffle:
   case LStmt::Mma:
-    return error(stmt.loc, "'parallel', 'barrier', shuffles and mma belong to the launch "
-                           "body, not inside a parallel region");
+  case LStmt::AsyncCommit:
+  case LStmt::AsyncWait:
+    return error(stmt.loc, "'parallel', 'barrier', shuffles, mma, 'async_commit' and "
+                           "'async_wait' belong to the launch body, not inside a parallel "
+                           "region");
+  case LStmt::AsyncCopy: {
+    if (inVector)
+      return error(stmt.loc, "a vector loop holds stores only");
+    const KBuffer *dst = kernel.findBuffer(stmt.buffer);
+    const KBuffer *src =
+        stmt.value && stmt.value->kind == KExpr::Load ? kernel.findBuffer(stmt.value->name)
+                                                      : nullptr;
+    if (!dst || dst->role != KBuffer::Shared || !src || src->role == KBuffer::Shared ||
+        src->role == KBuffer::Local)
+      return error(stmt.loc, "an async_copy copies from a global buffer into a shared one");
+    if (!checkLaunchScope(*dst, stmt.loc))
+      return false;
+    if (int64_t(stmt.indices.size()) != dst->type.getRank())
+      return error(stmt.loc, "'%" + stmt.buffer + "' has rank " +
+                                 std::to_string(dst->type.getRank()) + " but is indexed with " +
+                                 std::to_string(stmt.indices.size()) + " indices");
+    for (const KExprPtr &index : stmt.indices)
+      if (!checkIndex(*index, stmt.loc))
+        return false;
+    if (!checkValue(*stmt.value, stmt.loc) || !checkIndex(*stmt.extent, stmt.loc))
+      return false;
+    if (src->type.getDType() != dst->type.getDType())
+      return error(stmt.loc, "an async_copy's buffers have different dtypes");
+    int64_t bytes = stmt.count * dtypeBytes(dst->type.getDType());
+    if (stmt.count < 1 || (bytes != 4 && bytes != 8 && bytes != 16))
+      return error(stmt.loc, "an async_copy moves 4, 8 or 16 bytes; " +
+                                 std::to_string(stmt.count) + " " +
+                                 dtypeName(dst->type.getDType()) + " elements are " +
+                                 std::to_string(bytes));
+    return true;
+  }
   case LStmt::For: {
     if (inVector)
       return error(stmt.loc, "a vector loop holds stores only");
@@ -355,6 +389,11 @@ bool KernelVerifier::checkBlockStmts(const std::vector<LStmt> &body, const LLaun
           return false;
       break;
     case LStmt::Barrier:
+    case LStmt::AsyncCommit:
+      break;
+    case LStmt::AsyncWait:
+      if (stmt.count < 0 || stmt.count > 7)
+        return error(stmt.loc, "async_wait leaves 0 to 7 groups pending");
       break;
     case LStmt::Mma: {
       if (launch.threads % 32 != 0)

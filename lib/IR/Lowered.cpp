@@ -9,6 +9,9 @@
 //     }
 //     barrier
 //     %acc_peer[0] = shfl_xor(%acc[0], 16)
+//     parallel { %t[tx * 8] = async_copy(%x[bx, tx * 8], 8, 8) }
+//     async_commit
+//     async_wait(0)
 //   }
 //
 //===----------------------------------------------------------------------===//
@@ -57,6 +60,17 @@ static void printStmt(const LStmt &stmt, int depth, std::string &text) {
     text += indent + printAccess(stmt.buffer, stmt.indices) + " = mma_m16n8k16(" +
             printExpr(*stmt.operands[0]) + ", " + printExpr(*stmt.operands[1]) + ", " +
             printExpr(*stmt.operands[2]) + ")\n";
+    return;
+  case LStmt::AsyncCopy:
+    text += indent + printAccess(stmt.buffer, stmt.indices) + " = async_copy(" +
+            printExpr(*stmt.value) + ", " + std::to_string(stmt.count) + ", " +
+            printExpr(*stmt.extent) + ")\n";
+    return;
+  case LStmt::AsyncCommit:
+    text += indent + "async_commit\n";
+    return;
+  case LStmt::AsyncWait:
+    text += indent + "async_wait(" + std::to_string(stmt.count) + ")\n";
     return;
   case LStmt::For:
     text += indent + "for " + stmt.var + " in " + loopKindName(stmt.loopKind) + "(" +

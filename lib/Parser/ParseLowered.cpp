@@ -10,6 +10,7 @@
 //   launch   ::= 'launch' 'grid' '(' var ':' index ')' 'block' '(' var ':' int ')'
 //                '{' (('shared'|'local') %name ':' type)* block-stmt* '}'
 //   block-stmt ::= 'parallel' '{' thread-stmt* '}' | 'barrier'
+//                | 'async_commit' | 'async_wait' '(' int ')'
 //                | %dst '[' index,* ']' '=' ('shfl_xor'|'shfl_down') '(' load ',' int ')'
 //                | %d '[' int ']' '=' 'mma_m16n8k16' '(' %a '[' int ']' ',' %b '[' int ']' ','
 //                                                       %c '[' int ']' ')'
@@ -17,6 +18,7 @@
 //   thread-stmt ::= 'for' var 'in' ('serial'|'unroll'|'vector') '(' index ')' '{' thread-stmt* '}'
 //                 | 'if' index '{' thread-stmt* '}' ('else' '{' thread-stmt* '}')?
 //                 | %buf '[' index,* ']' '=' expr
+//                 | %shared '[' index,* ']' '=' 'async_copy' '(' load ',' int ',' index ')'
 //
 // The structure (what may appear where) is checked here; names, dtypes and
 // scopes by the kernel verifier afterwards.
@@ -226,6 +228,24 @@ bool Parser::parseStore(LStmt &stmt, bool blockLevel) {
     }
     return expect(Token::RParen, "')'");
   }
+  if (token.isKeyword("async_copy")) {
+    if (blockLevel)
+      return error("an async_copy is started by each thread: put it in a 'parallel' region");
+    stmt.kind = LStmt::AsyncCopy;
+    consume();
+    if (!expect(Token::LParen, "'(' and the source element"))
+      return false;
+    if (!token.is(Token::LocalName))
+      return error("expected the source (a buffer element), found " + describeToken());
+    MutableExpr source = parseKPrimary(ExprContext::Value);
+    if (!source || !expect(Token::Comma, "',' and the number of elements copied") ||
+        !parseInt(stmt.count, "the number of elements copied") ||
+        !expect(Token::Comma, "',' and the number read from the source") ||
+        !(stmt.extent = parseIndexExpr()) || !expect(Token::RParen, "')'"))
+      return false;
+    stmt.value = source;
+    return true;
+  }
   bool shuffle = token.isKeyword("shfl_xor") || token.isKeyword("shfl_down");
   if (!shuffle && token.is(Token::BareIdent) && token.spelling.startswith("shfl_"))
     return error("unknown shuffle '" + token.spelling.str() +
@@ -308,7 +328,8 @@ bool Parser::parseThreadStmt(std::vector<LStmt> &out) {
   } else if (token.is(Token::LocalName)) {
     if (!parseStore(stmt, false))
       return false;
-  } else if (token.isKeyword("parallel") || token.isKeyword("barrier")) {
+  } else if (token.isKeyword("parallel") || token.isKeyword("barrier") ||
+             token.isKeyword("async_commit") || token.isKeyword("async_wait")) {
     return error("'" + token.spelling.str() + "' belongs to the launch body, not inside "
                  "a parallel region");
   } else {
@@ -329,6 +350,16 @@ bool Parser::parseBlockStmt(LLaunch &launch, std::vector<LStmt> &out) {
   } else if (token.isKeyword("barrier")) {
     consume();
     stmt.kind = LStmt::Barrier;
+  } else if (token.isKeyword("async_commit")) {
+    consume();
+    stmt.kind = LStmt::AsyncCommit;
+  } else if (token.isKeyword("async_wait")) {
+    consume();
+    stmt.kind = LStmt::AsyncWait;
+    if (!expect(Token::LParen, "'(' and the number of groups left pending") ||
+        !parseInt(stmt.count, "the number of groups left pending") ||
+        !expect(Token::RParen, "')'"))
+      return false;
   } else if (token.isKeyword("for")) {
     // A block-level loop: its body is block-level statements.
     consume();
@@ -352,7 +383,8 @@ bool Parser::parseBlockStmt(LLaunch &launch, std::vector<LStmt> &out) {
   } else if (token.isKeyword("shared") || token.isKeyword("local")) {
     return error("declare shared and local buffers at the top of the launch");
   } else {
-    return error("expected 'parallel', 'barrier', 'for', a shuffle or an mma, found " +
+    return error("expected 'parallel', 'barrier', 'for', a shuffle, an mma, 'async_commit' or "
+                 "'async_wait', found " +
                  describeToken());
   }
   (void)launch;

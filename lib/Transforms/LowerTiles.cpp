@@ -6,21 +6,34 @@
 //   1. each thread zeroes its threadM x threadN accumulators (locals);
 //   2. a block-level loop steps through K, blockK at a time. The operand
 //      tiles (blockM x blockK of X, blockK x blockN of Y) live in shared
-//      memory, twice when two copies fit (double buffering): each step
-//      fetches the *next* step's elements into registers, multiply-
-//      accumulates the current tile (per thread, or per warp with mma),
-//      then deposits the fetched elements into the other copy, and one
-//      barrier ends the step (a single copy takes a second barrier before
-//      the deposit). Each tile element is the operand *expression*, so an
-//      inlined producer (a prologue) is applied as the tile is loaded;
-//      out-of-range elements (ragged M, N, K) are 0, selected without
-//      touching memory. The first step's tiles are staged before the loop;
+//      memory, in S copies (pipeline stages) that rotate: step kt computes
+//      on copy kt % S while later steps' tiles arrive in the others. An
+//      operand reaches its tile one of two ways:
+//      a. copied (`async_copy`, cp.async on sm_80+): for tensor cores, when
+//         the operand is an input read as it is stored, its last dims being
+//         exactly K's (or M's, N's) variables with a static size that is a
+//         multiple of 16 bytes. Each thread starts 16-byte copies S - 1
+//         steps ahead, one group per step (`async_commit`), and a step
+//         begins by waiting for its own (`async_wait(S - 2)`); the tile row
+//         follows the contiguous dim, padded by 16 bytes against bank
+//         conflicts. Chunks past M, N or K copy nothing and land as zeros;
+//      b. staged through registers otherwise: each thread fetches the next
+//         step's elements (the operand *expression*, so an inlined producer
+//         — a prologue — is applied as the tile is loaded; out-of-range
+//         elements are 0, selected without touching memory), the block
+//         multiply-accumulates the current copy, then the thread deposits
+//         what it fetched into the next copy (S = 2, or 1 with a barrier
+//         first when two copies do not fit).
+//      Each step starts with one barrier: its tiles are complete and every
+//      thread has finished with the copy the step then refills. The first
+//      steps' tiles are staged before the loop. The multiply-accumulate is
+//      per thread (SIMT: threadM x threadN) or per warp (mma m16n8k16 on
+//      fragments read from the tiles);
 //   3. the epilogue: each accumulator, rounded to the contraction's dtype,
 //      goes through the output stage's expression (bias, relu, cast, ...)
 //      and is stored where its (batch, m, n) lands in the output, if inside.
-// Threads are laid out (blockM / threadM) x (blockN / threadN); loads of a
-// tile walk K fastest for A and N fastest for B (row-major operands are read
-// coalesced).
+// Stages: as many copies (up to 4) as fit the 48 KiB of static shared
+// memory when some operand is copied, else 2 (1 if two do not fit).
 //
 //===----------------------------------------------------------------------===//
 #include "LowerKernel.h"
@@ -30,6 +43,66 @@
 
 using namespace fusec;
 using namespace fusec::lowering;
+
+namespace {
+
+/// How one operand's tile is laid out in shared memory and filled.
+struct OperandTile {
+  bool isA = true;
+  bool copied = false;   // async_copy chunks, else staged through registers
+  bool kFastest = false; // shared layout [mn][k] (else [k][mn])
+  int64_t mnExtent = 0, kExtent = 0; // blockM or blockN, blockK
+  int64_t pad = 0;                   // elements appended to each row
+  int64_t chunk = 1;                 // elements per async_copy
+  DType dtype = DType::f32;
+  std::string shared, registers;
+
+  int64_t rowLength() const { return (kFastest ? kExtent : mnExtent) + pad; }
+  int64_t rows() const { return kFastest ? mnExtent : kExtent; }
+  int64_t size() const { return rows() * rowLength(); } // one copy
+  KExprPtr slot(KExprPtr mn, KExprPtr k) const {
+    return kFastest ? add(mul(mn, cnst(rowLength())), k) : add(mul(k, cnst(rowLength())), mn);
+  }
+};
+
+/// Whether `operand` is an input read as stored with its last dims exactly
+/// `fastVars` (static extents `fastExtents`, a multiple of `chunk` in all):
+/// then `chunk` consecutive fast elements are contiguous and aligned.
+bool isContiguousLoad(const Kernel &kernel, const KExpr &operand,
+                      const std::vector<std::string> &fastVars,
+                      const std::vector<Dim> &fastExtents, int64_t chunk) {
+  if (operand.kind != KExpr::Load || fastVars.empty())
+    return false;
+  const KBuffer *buffer = kernel.findBuffer(operand.name);
+  if (!buffer || buffer->role != KBuffer::Input || buffer->type.getDType() != operand.dtype)
+    return false;
+  const Shape &shape = buffer->type.getShape();
+  size_t rank = operand.args.size(), fast = fastVars.size();
+  if (rank < fast)
+    return false;
+  int64_t length = 1;
+  for (size_t i = 0; i < fast; ++i) {
+    const KExpr &index = *operand.args[rank - fast + i];
+    const Dim &dim = shape[rank - fast + i];
+    if (index.kind != KExpr::Var || index.name != fastVars[i] || dim.isSymbolic() ||
+        fastExtents[i].isSymbolic() || dim.size != fastExtents[i].size)
+      return false;
+    length *= dim.size;
+  }
+  for (size_t d = 0; d + fast < rank; ++d)
+    for (const std::string &var : fastVars)
+      if (usesVar(*operand.args[d], var))
+        return false;
+  return length % chunk == 0;
+}
+
+std::vector<LStmt> join(std::vector<LStmt> a, std::vector<LStmt> b) {
+  for (LStmt &stmt : b)
+    a.push_back(std::move(stmt));
+  return a;
+}
+
+} // namespace
 
 bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) {
   const StageSchedule &entry = scheduleOf(root.buffer);
@@ -60,8 +133,15 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   std::vector<KExprPtr> batchExtents = extentsAt(contraction.batch),
                         mExtents = extentsAt(contraction.m), nExtents = extentsAt(contraction.n),
                         kExtents;
-  for (const auto &[var, extent] : core->reduceVars)
-    kExtents.push_back(dimExpr(extent));
+  std::vector<size_t> kDims;
+  std::vector<std::string> kNames;
+  std::vector<Dim> kDimsOf;
+  for (size_t r = 0; r < core->reduceVars.size(); ++r) {
+    kDims.push_back(r);
+    kNames.push_back(core->reduceVars[r].first);
+    kDimsOf.push_back(core->reduceVars[r].second);
+    kExtents.push_back(dimExpr(core->reduceVars[r].second));
+  }
   KExprPtr totalM = product(mExtents), totalN = product(nExtents),
            totalK = product(kExtents), batches = product(batchExtents);
   int64_t bm = mapping.blockM, bn = mapping.blockN, bk = mapping.blockK, tm = mapping.threadM,
@@ -78,23 +158,62 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
     if (!halves || core->accumulate != DType::f32 || core->body->dtype != DType::f32)
       return error(entry.loc, "mma needs f16 or bf16 operands accumulated in f32");
   }
-  KExprPtr tilesM = ceilDiv(totalM, bm), tilesN = ceilDiv(totalN, bn);
-  // Static shared memory: both tiles must fit the 48 KiB a block declares.
-  int64_t sharedBytes = bk * bm * dtypeBytes(contraction.xDType) +
-                        bk * bn * dtypeBytes(contraction.yDType);
-  // Double buffering when two copies of the tiles fit.
-  bool doubleBuffer = 2 * sharedBytes <= 48 * 1024;
-  if (sharedBytes > 48 * 1024)
-    return error(entry.loc, "the tiles need " + std::to_string(sharedBytes) +
+
+  // The operand tiles: copied when the operand allows (tensor cores only),
+  // K fastest when K is contiguous, else M (N); padded rows for mma.
+  OperandTile tiles[2];
+  for (int o = 0; o < 2; ++o) {
+    OperandTile &tile = tiles[o];
+    tile.isA = o == 0;
+    tile.dtype = o == 0 ? contraction.xDType : contraction.yDType;
+    tile.mnExtent = o == 0 ? bm : bn;
+    tile.kExtent = bk;
+    if (!mma)
+      continue;
+    tile.pad = tile.chunk = 16 / dtypeBytes(tile.dtype);
+    const std::vector<size_t> &mnDims = o == 0 ? contraction.m : contraction.n;
+    std::vector<std::string> mnNames;
+    std::vector<Dim> mnDimsOf;
+    for (size_t d : mnDims) {
+      mnNames.push_back(contraction.vars[d]);
+      mnDimsOf.push_back(contraction.extents[d]);
+    }
+    const KExpr &operand = o == 0 ? *contraction.x : *contraction.y;
+    if (bk % tile.chunk == 0 && isContiguousLoad(kernel, operand, kNames, kDimsOf, tile.chunk))
+      tile.copied = tile.kFastest = true;
+    else if (tile.mnExtent % tile.chunk == 0 &&
+             isContiguousLoad(kernel, operand, mnNames, mnDimsOf, tile.chunk))
+      tile.copied = true;
+  }
+  constexpr int64_t kSharedLimit = 48 * 1024; // static shared memory per block
+  auto stageBytes = [&] {
+    return tiles[0].size() * dtypeBytes(tiles[0].dtype) +
+           tiles[1].size() * dtypeBytes(tiles[1].dtype);
+  };
+  if (stageBytes() > kSharedLimit)
+    return error(entry.loc, "the tiles need " + std::to_string(stageBytes()) +
                                 " bytes of shared memory, over the 49152 a block can declare; "
                                 "use smaller block_m, block_n or block_k");
+  bool copies = tiles[0].copied || tiles[1].copied;
+  int64_t stages = copies ? std::min<int64_t>(4, kSharedLimit / stageBytes()) : 0;
+  if (stages < 2) { // copies need two stages at least: all through registers
+    for (OperandTile &tile : tiles)
+      tile.copied = tile.kFastest = false;
+    copies = false;
+    stages = 2 * stageBytes() <= kSharedLimit ? 2 : 1;
+  }
+  bool staged = !tiles[0].copied || !tiles[1].copied; // some tile via registers
+  KExprPtr tilesM = ceilDiv(totalM, bm), tilesN = ceilDiv(totalN, bn);
   launch->threads = threads;
   launch->gridSize = mul(batches, mul(tilesM, tilesN));
   // The tile shape stays visible after lowering (and in --stats).
   kernel.attrs.set("tile", Attr::makeList({Attr::makeInt(bm), Attr::makeInt(bn),
                                            Attr::makeInt(bk)}));
   kernel.attrs.set("tensor_cores", Attr::makeBool(mma));
-  kernel.attrs.set("pipeline_stages", Attr::makeInt(doubleBuffer ? 2 : 1));
+  kernel.attrs.set("pipeline_stages", Attr::makeInt(stages));
+  if (mma) // which operand tiles are copied (only tensor-core tiles may be)
+    kernel.attrs.set("async_copy", Attr::makeList({Attr::makeBool(tiles[0].copied),
+                                                   Attr::makeBool(tiles[1].copied)}));
   KExprPtr bx = KExpr::var(launch->blockVar), tx = KExpr::var(launch->threadVar);
   KExprPtr tileN = foldIndex(KExpr::Mod, bx, tilesN);
   KExprPtr tileM = foldIndex(KExpr::Mod, foldIndex(KExpr::FloorDiv, bx, tilesN), tilesM);
@@ -110,50 +229,35 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
     for (size_t i = 0; i < dims.size(); ++i)
       bindings[names[dims[i]]] = coords[i];
   };
-  std::vector<size_t> kDims;
-  std::vector<std::string> kNames;
-  for (size_t r = 0; r < core->reduceVars.size(); ++r) {
-    kDims.push_back(r);
-    kNames.push_back(core->reduceVars[r].first);
-  }
-
-  // Two copies of each tile (when they fit): while the block computes on
-  // one, the next K step's tile goes into the other (double buffering).
-  int64_t sizeA = bk * bm, sizeB = bk * bn;
-  int64_t copies = doubleBuffer ? 2 : 1;
-  std::string tileA =
-      addBuffer(core->buffer + "_a", KBuffer::Shared, contraction.xDType, copies * sizeA);
-  std::string tileB =
-      addBuffer(core->buffer + "_b", KBuffer::Shared, contraction.yDType, copies * sizeB);
-  int64_t accumulators = mma ? mmaM * mmaN * 4 : tm * tn;
-  std::string acc =
-      addBuffer(core->buffer + "_acc", KBuffer::Local, core->accumulate, accumulators);
-  // Element e of a tile: for A (m, k) with k fastest, for B (k, n) with n
-  // fastest (coalesced reads of row-major operands), stored at
-  // [k * width + (m or n)]; each thread moves `trips` of them, through
-  // registers (`%<c>_ra`, `%<c>_rb`): fetched from global memory a step
-  // ahead, deposited into shared memory after the step's compute.
-  int64_t tripsA = (sizeA + threads - 1) / threads, tripsB = (sizeB + threads - 1) / threads;
-  std::string regA = addBuffer(core->buffer + "_ra", KBuffer::Local, contraction.xDType, tripsA);
-  std::string regB = addBuffer(core->buffer + "_rb", KBuffer::Local, contraction.yDType, tripsB);
-  auto tileElement = [&](bool isA, KExprPtr trip, KExprPtr &e, KExprPtr &outer, KExprPtr &inner) {
-    e = add(mul(trip, cnst(threads)), tx);
-    int64_t fastExtent = isA ? bk : bn;
-    outer = foldIndex(KExpr::FloorDiv, e, cnst(fastExtent));
-    inner = foldIndex(KExpr::Mod, e, cnst(fastExtent));
+  // The operand at tile position (mn, k) of K step `kTile`, and whether
+  // that point lies inside the GEMM.
+  auto operandAt = [&](const OperandTile &tile, KExprPtr kTile, KExprPtr mn, KExprPtr k,
+                       KExprPtr &inside) {
+    KExprPtr kGlobal = add(mul(kTile, cnst(bk)), k);
+    KExprPtr mnGlobal = add(mul(tile.isA ? tileM : tileN, cnst(tile.mnExtent)), mn);
+    std::map<std::string, KExprPtr> bindings;
+    bind(bindings, contraction.batch, batchExtents, batch, contraction.vars);
+    bind(bindings, tile.isA ? contraction.m : contraction.n, tile.isA ? mExtents : nExtents,
+         mnGlobal, contraction.vars);
+    bind(bindings, kDims, kExtents, kGlobal, kNames);
+    inside = KExpr::binary(KExpr::And, lt(mnGlobal, tile.isA ? totalM : totalN),
+                           lt(kGlobal, totalK));
+    return substituteVars(tile.isA ? contraction.x : contraction.y, bindings);
   };
-  // Statements moving every trip's element of one tile (`move(trip, e,
-  // outer, inner)` gives the statement for one element).
-  auto overTrips = [&](bool isA, const std::function<LStmt(KExprPtr, KExprPtr, KExprPtr,
-                                                           KExprPtr)> &move) {
-    int64_t elements = isA ? sizeA : sizeB, trips = isA ? tripsA : tripsB;
-    std::string step = freshVar(isA ? "la" : "lb");
+  auto copyOffset = [&](const OperandTile &tile, KExprPtr copy) {
+    return stages == 1 ? cnst(0) : mul(foldIndex(KExpr::Mod, copy, cnst(stages)), cnst(tile.size()));
+  };
+  // `count` items spread over the threads, `trips` per thread: the
+  // statements `move(item)` for each of this thread's items.
+  auto overItems = [&](const std::string &base, int64_t count,
+                       const std::function<LStmt(KExprPtr, KExprPtr)> &move) {
+    int64_t trips = (count + threads - 1) / threads;
+    std::string step = freshVar(base);
     KExprPtr trip = trips == 1 ? cnst(0) : KExpr::var(step);
-    KExprPtr e, outer, inner;
-    tileElement(isA, trip, e, outer, inner);
+    KExprPtr item = add(mul(trip, cnst(threads)), tx);
     std::vector<LStmt> body;
-    body.push_back(move(trip, e, outer, inner));
-    body = guarded(elements % threads == 0 ? nullptr : lt(e, cnst(elements)), std::move(body));
+    body.push_back(move(trip, item));
+    body = guarded(count % threads == 0 ? nullptr : lt(item, cnst(count)), std::move(body));
     if (trips > 1) {
       std::vector<LStmt> looped;
       looped.push_back(loop(LStmt::Serial, step, cnst(trips), std::move(body)));
@@ -161,59 +265,141 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
     }
     return body;
   };
-  auto fetch = [&](bool isA, KExprPtr kTile) {
-    return overTrips(isA, [&, kTile](KExprPtr trip, KExprPtr, KExprPtr outer, KExprPtr inner) {
-      KExprPtr k = add(mul(kTile, cnst(bk)), isA ? inner : outer);
-      KExprPtr mn = add(mul(isA ? tileM : tileN, cnst(isA ? bm : bn)), isA ? outer : inner);
-      std::map<std::string, KExprPtr> bindings;
-      bind(bindings, contraction.batch, batchExtents, batch, contraction.vars);
-      bind(bindings, isA ? contraction.m : contraction.n, isA ? mExtents : nExtents, mn,
-           contraction.vars);
-      bind(bindings, kDims, kExtents, k, kNames);
-      KExprPtr operand = substituteVars(isA ? contraction.x : contraction.y, bindings);
-      KExprPtr inside = KExpr::binary(KExpr::And, lt(mn, isA ? totalM : totalN), lt(k, totalK));
-      return store(isA ? regA : regB, {trip},
-                   KExpr::select(inside, operand, KExpr::literal(0, operand->dtype)));
-    });
+
+  // a. Copied tiles: chunk c is row c / (chunks per row), at column
+  // (c % chunks per row) * chunk; a chunk outside the GEMM reads nothing.
+  auto copyIn = [&](KExprPtr kTile, KExprPtr copy) {
+    std::vector<LStmt> out;
+    for (const OperandTile &tile : tiles) {
+      if (!tile.copied)
+        continue;
+      int64_t fastExtent = tile.kFastest ? tile.kExtent : tile.mnExtent;
+      int64_t perRow = fastExtent / tile.chunk;
+      out = join(std::move(out),
+                 overItems(tile.isA ? "ca" : "cb", tile.rows() * perRow, [&](KExprPtr, KExprPtr c) {
+                   KExprPtr row = foldIndex(KExpr::FloorDiv, c, cnst(perRow));
+                   KExprPtr column = mul(foldIndex(KExpr::Mod, c, cnst(perRow)), cnst(tile.chunk));
+                   KExprPtr mn = tile.kFastest ? row : column, k = tile.kFastest ? column : row;
+                   KExprPtr inside;
+                   KExprPtr source = operandAt(tile, kTile, mn, k, inside);
+                   LStmt stmt;
+                   stmt.kind = LStmt::AsyncCopy;
+                   stmt.buffer = tile.shared;
+                   stmt.indices = {add(copyOffset(tile, copy), tile.slot(mn, k))};
+                   stmt.value = source;
+                   stmt.count = tile.chunk;
+                   stmt.extent = KExpr::select(inside, cnst(tile.chunk), cnst(0));
+                   return stmt;
+                 }));
+    }
+    return out;
   };
-  auto deposit = [&](bool isA, KExprPtr buffer) {
-    return overTrips(isA, [&, buffer](KExprPtr trip, KExprPtr, KExprPtr outer, KExprPtr inner) {
-      KExprPtr slot = add(mul(isA ? inner : outer, cnst(isA ? bm : bn)), isA ? outer : inner);
-      return store(isA ? tileA : tileB, {add(mul(buffer, cnst(isA ? sizeA : sizeB)), slot)},
-                   KExpr::load(isA ? regA : regB, {trip}, isA ? contraction.xDType
-                                                              : contraction.yDType));
-    });
+  // b. Tiles staged through registers: element e of a tile is (m, k) with
+  // k fastest for A, (k, n) with n fastest for B (coalesced reads of
+  // row-major operands); each thread holds its elements in `registers`.
+  auto elementOf = [&](const OperandTile &tile, KExprPtr e, KExprPtr &mn, KExprPtr &k) {
+    int64_t fastExtent = tile.isA ? bk : tile.mnExtent;
+    KExprPtr outer = foldIndex(KExpr::FloorDiv, e, cnst(fastExtent));
+    KExprPtr inner = foldIndex(KExpr::Mod, e, cnst(fastExtent));
+    mn = tile.isA ? outer : inner;
+    k = tile.isA ? inner : outer;
   };
-  auto join = [](std::vector<LStmt> a, std::vector<LStmt> b) {
-    for (LStmt &stmt : b)
-      a.push_back(std::move(stmt));
-    return a;
+  auto fetch = [&](KExprPtr kTile) {
+    std::vector<LStmt> out;
+    for (const OperandTile &tile : tiles)
+      if (!tile.copied)
+        out = join(std::move(out), overItems(tile.isA ? "la" : "lb", tile.mnExtent * bk,
+                                             [&](KExprPtr trip, KExprPtr e) {
+                                               KExprPtr mn, k, inside;
+                                               elementOf(tile, e, mn, k);
+                                               KExprPtr operand =
+                                                   operandAt(tile, kTile, mn, k, inside);
+                                               return store(tile.registers, {trip},
+                                                            KExpr::select(inside, operand,
+                                                                          KExpr::literal(0, operand->dtype)));
+                                             }));
+    return out;
+  };
+  auto deposit = [&](KExprPtr copy) {
+    std::vector<LStmt> out;
+    for (const OperandTile &tile : tiles)
+      if (!tile.copied)
+        out = join(std::move(out), overItems(tile.isA ? "la" : "lb", tile.mnExtent * bk,
+                                             [&](KExprPtr trip, KExprPtr e) {
+                                               KExprPtr mn, k;
+                                               elementOf(tile, e, mn, k);
+                                               return store(tile.shared,
+                                                            {add(copyOffset(tile, copy),
+                                                                 tile.slot(mn, k))},
+                                                            KExpr::load(tile.registers, {trip},
+                                                                        tile.dtype));
+                                             }));
+    return out;
   };
 
-  // 1. Zero the accumulators; stage the first K step into buffer 0.
+  for (OperandTile &tile : tiles)
+    tile.shared = addBuffer(core->buffer + (tile.isA ? "_a" : "_b"), KBuffer::Shared,
+                            tile.dtype, stages * tile.size());
+  int64_t accumulators = mma ? mmaM * mmaN * 4 : tm * tn;
+  std::string acc =
+      addBuffer(core->buffer + "_acc", KBuffer::Local, core->accumulate, accumulators);
+  for (OperandTile &tile : tiles)
+    if (!tile.copied)
+      tile.registers = addBuffer(core->buffer + (tile.isA ? "_ra" : "_rb"), KBuffer::Local,
+                                 tile.dtype, (tile.mnExtent * bk + threads - 1) / threads);
+  KExprPtr steps = ceilDiv(totalK, bk);
+  // A guard for K step `step`, unless it surely exists.
+  auto ifStep = [&](KExprPtr step, std::vector<LStmt> body) {
+    bool sure = step->kind == KExpr::IntConst && steps->kind == KExpr::IntConst &&
+                step->intValue < steps->intValue;
+    return guarded(sure ? nullptr : lt(step, steps), std::move(body));
+  };
+
+  // 1. Start copying the first S - 1 steps' copied tiles (one group each);
+  // zero the accumulators; stage the first step's other tiles into copy 0.
+  if (copies)
+    for (int64_t s = 0; s + 1 < stages; ++s) {
+      launch->body.push_back(blockStmt(LStmt::Parallel, ifStep(cnst(s), copyIn(cnst(s), cnst(s)))));
+      launch->body.push_back(blockStmt(LStmt::AsyncCommit));
+    }
   std::string zeroVar = freshVar("i");
   std::vector<LStmt> zero;
   zero.push_back(store(acc, {KExpr::var(zeroVar)}, KExpr::literal(core->init, core->accumulate)));
   std::vector<LStmt> init;
   init.push_back(loop(LStmt::Unroll, zeroVar, cnst(accumulators), std::move(zero)));
-  init = join(std::move(init), join(fetch(true, cnst(0)), fetch(false, cnst(0))));
-  init = join(std::move(init), join(deposit(true, cnst(0)), deposit(false, cnst(0))));
+  if (staged) {
+    init = join(std::move(init), fetch(cnst(0)));
+    init = join(std::move(init), deposit(cnst(0)));
+  }
   launch->body.push_back(blockStmt(LStmt::Parallel, std::move(init)));
-  launch->body.push_back(blockStmt(LStmt::Barrier));
 
-  // 2. The K loop: fetch step kt + 1, compute step kt from buffer kt % 2,
-  // deposit step kt + 1 into the other buffer, one barrier. (The other
-  // buffer was last read in step kt - 1, which every thread finished before
-  // the previous barrier.)
+  // 2. The K loop: step kt's copied tiles have landed (async_wait) and
+  // everyone is past step kt - 1 (barrier); start copying step kt + S - 1
+  // into the copy step kt - 1 used, fetch step kt + 1's staged elements,
+  // compute on copy kt % S, deposit the fetched elements into copy
+  // (kt + 1) % S (a single copy: after a second barrier).
   std::string kStep = freshVar("kt");
-  KExprPtr steps = ceilDiv(totalK, bk);
-  KExprPtr next = add(KExpr::var(kStep), cnst(1));
-  KExprPtr hasNext = lt(next, steps);
-  KExprPtr current = doubleBuffer ? foldIndex(KExpr::Mod, KExpr::var(kStep), cnst(2)) : cnst(0);
-  KExprPtr offsetA = mul(current, cnst(sizeA)), offsetB = mul(current, cnst(sizeB));
+  KExprPtr kt = KExpr::var(kStep);
+  KExprPtr next = add(kt, cnst(1));
   std::vector<LStmt> kBody;
-  kBody.push_back(blockStmt(LStmt::Parallel,
-                            guarded(hasNext, join(fetch(true, next), fetch(false, next)))));
+  if (copies) {
+    LStmt wait = blockStmt(LStmt::AsyncWait);
+    wait.count = stages - 2;
+    kBody.push_back(std::move(wait));
+  }
+  kBody.push_back(blockStmt(LStmt::Barrier));
+  std::vector<LStmt> ahead;
+  if (copies) {
+    KExprPtr far = add(kt, cnst(stages - 1));
+    ahead = ifStep(far, copyIn(far, far));
+  }
+  if (staged)
+    ahead = join(std::move(ahead), ifStep(next, fetch(next)));
+  kBody.push_back(blockStmt(LStmt::Parallel, std::move(ahead)));
+  if (copies)
+    kBody.push_back(blockStmt(LStmt::AsyncCommit));
+  const OperandTile &tileA = tiles[0], &tileB = tiles[1];
+  KExprPtr offsetA = copyOffset(tileA, kt), offsetB = copyOffset(tileB, kt);
   // The lane's place in the mma layouts: lane = 4 g + q.
   KExprPtr warp = foldIndex(KExpr::FloorDiv, tx, cnst(32));
   KExprPtr lane = foldIndex(KExpr::Mod, tx, cnst(32));
@@ -239,7 +425,7 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
                       add(evenOdd, mul(foldIndex(KExpr::FloorDiv, ev, cnst(4)), cnst(8))));
     std::vector<LStmt> loadA;
     loadA.push_back(store(fragA, {add(mul(KExpr::var(mi), cnst(8)), ev)},
-                          KExpr::load(tileA, {add(offsetA, add(mul(aK, cnst(bm)), aRow))},
+                          KExpr::load(tileA.shared, {add(offsetA, tileA.slot(aRow, aK))},
                                       contraction.xDType)));
     std::vector<LStmt> overE;
     overE.push_back(loop(LStmt::Unroll, e, cnst(8), std::move(loadA)));
@@ -254,7 +440,7 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
     KExprPtr bCol = add(mul(warpCol, cnst(wn)), add(mul(KExpr::var(ni), cnst(8)), group));
     std::vector<LStmt> loadB;
     loadB.push_back(store(fragB, {add(mul(KExpr::var(ni), cnst(4)), ev2)},
-                          KExpr::load(tileB, {add(offsetB, add(mul(bK, cnst(bn)), bCol))},
+                          KExpr::load(tileB.shared, {add(offsetB, tileB.slot(bCol, bK))},
                                       contraction.yDType)));
     std::vector<LStmt> overE2;
     overE2.push_back(loop(LStmt::Unroll, e2, cnst(4), std::move(loadB)));
@@ -275,14 +461,14 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   } else {
     std::string kk = freshVar("kk"), i = freshVar("i"), j = freshVar("j");
     const KExpr &product = *core->body;
-    KExprPtr a = KExpr::load(tileA,
-                             {add(offsetA, add(mul(KExpr::var(kk), cnst(bm)),
-                                               add(mul(threadRow, cnst(tm)), KExpr::var(i))))},
-                             contraction.xDType);
-    KExprPtr b = KExpr::load(tileB,
-                             {add(offsetB, add(mul(KExpr::var(kk), cnst(bn)),
-                                               add(mul(threadCol, cnst(tn)), KExpr::var(j))))},
-                             contraction.yDType);
+    KExprPtr a = KExpr::load(
+        tileA.shared,
+        {add(offsetA, tileA.slot(add(mul(threadRow, cnst(tm)), KExpr::var(i)), KExpr::var(kk)))},
+        contraction.xDType);
+    KExprPtr b = KExpr::load(
+        tileB.shared,
+        {add(offsetB, tileB.slot(add(mul(threadCol, cnst(tn)), KExpr::var(j)), KExpr::var(kk)))},
+        contraction.yDType);
     KExprPtr term = KExpr::call("multiply",
                                 {castTo(a, product.args[0]->dtype), castTo(b, product.args[1]->dtype)},
                                 product.dtype);
@@ -301,12 +487,11 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
     overK.push_back(loop(LStmt::Serial, kk, cnst(bk), std::move(overI)));
     kBody.push_back(blockStmt(LStmt::Parallel, std::move(overK)));
   }
-  KExprPtr other = doubleBuffer ? foldIndex(KExpr::Mod, next, cnst(2)) : cnst(0);
-  if (!doubleBuffer) // one copy: everyone must be done reading it
-    kBody.push_back(blockStmt(LStmt::Barrier));
-  kBody.push_back(blockStmt(LStmt::Parallel,
-                            guarded(hasNext, join(deposit(true, other), deposit(false, other)))));
-  kBody.push_back(blockStmt(LStmt::Barrier));
+  if (staged) {
+    if (stages == 1) // one copy: everyone must be done reading it
+      kBody.push_back(blockStmt(LStmt::Barrier));
+    kBody.push_back(blockStmt(LStmt::Parallel, ifStep(next, deposit(next))));
+  }
   launch->body.push_back(loop(LStmt::Serial, kStep, steps, std::move(kBody)));
 
   // 3. The epilogue, per accumulator: SIMT (i, j) of the thread's sub-tile;

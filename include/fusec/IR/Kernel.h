@@ -190,6 +190,12 @@ struct LStmt {
     Shuffle,  // %dst[i] = shfl_xor|shfl_down(%src[j], offset): all threads
     Mma,      // %d[i] = mma_m16n8k16(%a[j], %b[k], %c[l]): each warp, on the
               // fragments its lanes hold (docs/ir.md#mma), all threads
+    AsyncCopy,   // %dst[i] = async_copy(%src[j], width, valid): one thread starts
+                 // copying `width` elements (the first `valid` from global
+                 // memory, the rest zeros) into shared memory (cp.async)
+    AsyncCommit, // async_commit: every thread closes its group of started copies
+    AsyncWait,   // async_wait(n): every thread waits until at most n of its
+                 // committed groups are pending (docs/ir.md#asynchronous-copies)
     For,      // for var in serial|unroll|vector(extent) { body }
     If,       // if cond { body } else { elseBody }
     Store,    // %buffer[indices] = value
@@ -209,6 +215,9 @@ struct LStmt {
   std::string shuffleMode; // "xor" or "down"
   int64_t shuffleOffset = 0;
   std::vector<KExprPtr> operands; // Mma: loads of the A, B and C fragments
+  // AsyncCopy: the elements copied (`value` is the load of the first, `extent`
+  // how many come from memory); AsyncWait: the groups left pending.
+  int64_t count = 0;
   std::vector<LStmt> body, elseBody;
   llvm::SMLoc loc;
 };

@@ -16,7 +16,9 @@
 //      with one 16-byte (or narrower) access into a register array,
 //      computes the lanes unrolled, and stores a contiguous result with one
 //      access; other operands are read per lane (classifyLaneAccess, the
-//      same rule the interpreter counts by).
+//      same rule the interpreter counts by);
+//   5. async_copy / async_commit / async_wait are cp.async, its
+//      commit_group and wait_group (a plain copy before sm_80).
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/Target/CUDA.h"
@@ -449,6 +451,23 @@ void KernelEmitter::emitStmt(const LStmt &stmt) {
     line("    : " + words(*stmt.operands[0], 4) + ", " + words(*stmt.operands[1], 2) + c + ");");
     return;
   }
+  case LStmt::AsyncCopy: {
+    DType dtype = kernel.findBuffer(stmt.buffer)->type.getDType();
+    int64_t bytes = stmt.count * dtypeBytes(dtype);
+    std::string valid = index(*stmt.extent);
+    std::string source = bufferName(stmt.value->name);
+    line("fc_cp_async<" + std::to_string(bytes) + ">(&" + bufferName(stmt.buffer) + "[" +
+         offset(stmt.buffer, stmt.indices) + "], " + valid + " > 0 ? &" + source + "[" +
+         offset(stmt.value->name, stmt.value->args) + "] : " + source + ", (int)(" + valid +
+         ") * " + std::to_string(dtypeBytes(dtype)) + ");");
+    return;
+  }
+  case LStmt::AsyncCommit:
+    line("fc_cp_async_commit();");
+    return;
+  case LStmt::AsyncWait:
+    line("fc_cp_async_wait<" + std::to_string(stmt.count) + ">();");
+    return;
   case LStmt::For: {
     if (stmt.loopKind == LStmt::Vector)
       return emitVectorLoop(stmt);

@@ -136,6 +136,34 @@ __device__ __forceinline__ bool fc_logical_not(bool x) { return !x; }
 __device__ __forceinline__ bool fc_logical_and(bool a, bool b) { return a && b; }
 __device__ __forceinline__ bool fc_logical_or(bool a, bool b) { return a || b; }
 
+// Asynchronous copies into shared memory (async_copy, async_commit,
+// async_wait): cp.async on sm_80 and later, where the bytes past `valid`
+// are zero-filled and nothing is read when `valid` is 0; a plain copy
+// before (which lands at once, as the program may assume it does not).
+template <int Bytes>
+__device__ __forceinline__ void fc_cp_async(void *dst, const void *src, int valid) {
+#if __CUDA_ARCH__ >= 800
+  unsigned to = (unsigned)__cvta_generic_to_shared(dst);
+  if (Bytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(to), "l"(src), "r"(valid) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" :: "r"(to), "l"(src), "n"(Bytes), "r"(valid) : "memory");
+#else
+  for (int i = 0; i < Bytes; ++i)
+    ((unsigned char *)dst)[i] = i < valid ? ((const unsigned char *)src)[i] : 0;
+#endif
+}
+__device__ __forceinline__ void fc_cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int Pending> __device__ __forceinline__ void fc_cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" :: "n"(Pending) : "memory");
+#endif
+}
+
 } // namespace
 
 )CUDA";

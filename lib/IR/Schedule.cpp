@@ -141,8 +141,9 @@ public:
                 mapping.blockN % mapping.warpN != 0)
               return error(entry.loc, "with mma, warp_m is a multiple of 16 dividing block_m "
                                       "and warp_n a multiple of 8 dividing block_n");
-            if (mapping.blockK != 16)
-              return error(entry.loc, "with mma, block_k is 16 (one m16n8k16 step)");
+            if (mapping.blockK % 16 != 0)
+              return error(entry.loc, "with mma, block_k is a multiple of 16 (m16n8k16 "
+                                      "steps)");
           } else if (mapping.blockM % mapping.threadM != 0 ||
                      mapping.blockN % mapping.threadN != 0) {
             return error(entry.loc, "thread_m must divide block_m and thread_n block_n");

@@ -408,7 +408,11 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   KExprPtr warpRow = foldIndex(KExpr::FloorDiv, warp, cnst(warpsN));
   KExprPtr warpCol = foldIndex(KExpr::Mod, warp, cnst(warpsN));
   if (mma) {
-    // Fragments from the shared tiles, then one mma per 16 x 8 tile.
+    // Per 16-wide slice ks of the step's K: fragments from the shared
+    // tiles, then one mma per 16 x 8 tile.
+    std::string slice = bk > 16 ? freshVar("ks") : "";
+    KExprPtr sliceK = bk > 16 ? mul(KExpr::var(slice), cnst(16)) : cnst(0);
+    std::vector<LStmt> sliceBody;
     std::string fragA = addBuffer(core->buffer + "_fa", KBuffer::Local, contraction.xDType, mmaM * 8);
     std::string fragB = addBuffer(core->buffer + "_fb", KBuffer::Local, contraction.yDType, mmaN * 4);
     std::string mi = freshVar("mi"), ni = freshVar("ni"), e = freshVar("e");
@@ -421,8 +425,9 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
                                                      foldIndex(KExpr::FloorDiv, ev, cnst(2)),
                                                      cnst(2)),
                                            cnst(8)))));
-    KExprPtr aK = add(mul(quad, cnst(2)),
-                      add(evenOdd, mul(foldIndex(KExpr::FloorDiv, ev, cnst(4)), cnst(8))));
+    KExprPtr aK = add(sliceK, add(mul(quad, cnst(2)),
+                                  add(evenOdd, mul(foldIndex(KExpr::FloorDiv, ev, cnst(4)),
+                                                   cnst(8)))));
     std::vector<LStmt> loadA;
     loadA.push_back(store(fragA, {add(mul(KExpr::var(mi), cnst(8)), ev)},
                           KExpr::load(tileA.shared, {add(offsetA, tileA.slot(aRow, aK))},
@@ -434,9 +439,9 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
     // B element e: k 2q + e % 2 + 8 (e / 2), column g.
     std::string e2 = freshVar("e");
     KExprPtr ev2 = KExpr::var(e2);
-    KExprPtr bK = add(mul(quad, cnst(2)),
-                      add(foldIndex(KExpr::Mod, ev2, cnst(2)),
-                          mul(foldIndex(KExpr::FloorDiv, ev2, cnst(2)), cnst(8))));
+    KExprPtr bK = add(sliceK, add(mul(quad, cnst(2)),
+                                  add(foldIndex(KExpr::Mod, ev2, cnst(2)),
+                                      mul(foldIndex(KExpr::FloorDiv, ev2, cnst(2)), cnst(8)))));
     KExprPtr bCol = add(mul(warpCol, cnst(wn)), add(mul(KExpr::var(ni), cnst(8)), group));
     std::vector<LStmt> loadB;
     loadB.push_back(store(fragB, {add(mul(KExpr::var(ni), cnst(4)), ev2)},
@@ -445,7 +450,7 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
     std::vector<LStmt> overE2;
     overE2.push_back(loop(LStmt::Unroll, e2, cnst(4), std::move(loadB)));
     fragments.push_back(loop(LStmt::Unroll, ni, cnst(mmaN), std::move(overE2)));
-    kBody.push_back(blockStmt(LStmt::Parallel, std::move(fragments)));
+    sliceBody.push_back(blockStmt(LStmt::Parallel, std::move(fragments)));
     for (int64_t a = 0; a < mmaM; ++a)
       for (int64_t b = 0; b < mmaN; ++b) {
         LStmt step;
@@ -456,8 +461,12 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
         step.operands = {KExpr::load(fragA, {cnst(a * 8)}, contraction.xDType),
                          KExpr::load(fragB, {cnst(b * 4)}, contraction.yDType),
                          KExpr::load(acc, {cnst(offset)}, core->accumulate)};
-        kBody.push_back(std::move(step));
+        sliceBody.push_back(std::move(step));
       }
+    if (bk > 16)
+      kBody.push_back(loop(LStmt::Unroll, slice, cnst(bk / 16), std::move(sliceBody)));
+    else
+      kBody = join(std::move(kBody), std::move(sliceBody));
   } else {
     std::string kk = freshVar("kk"), i = freshVar("i"), j = freshVar("j");
     const KExpr &product = *core->body;

@@ -435,8 +435,8 @@ void KernelEmitter::emitStmt(const LStmt &stmt) {
     auto words = [&](const KExpr &load, int64_t count) {
       std::string text;
       for (int64_t i = 0; i < count; ++i)
-        text += std::string(i ? ", " : "") + "\"r\"(*reinterpret_cast<const unsigned *>(&" +
-                element(load, 2 * i) + "))";
+        text += std::string(i ? ", " : "") + "\"r\"(fc_pack2(" + element(load, 2 * i) + ", " +
+                element(load, 2 * i + 1) + "))";
       return text;
     };
     std::string d, c;
@@ -500,8 +500,15 @@ void KernelEmitter::emitStmt(const LStmt &stmt) {
     return;
   case LStmt::Store: {
     DType dtype = kernel.findBuffer(stmt.buffer)->type.getDType();
+    const KExpr &stored = *stmt.value;
+    // A load stored as it is (tile staging, fragments) copies the storage
+    // value: no round trip through float.
+    bool copy = stored.kind == KExpr::Load && !laneLoads.count(&stored) &&
+                kernel.findBuffer(stored.name)->type.getDType() == dtype;
     line(bufferName(stmt.buffer) + "[" + offset(stmt.buffer, stmt.indices) + "] = " +
-         toStorage(value(*stmt.value), dtype) + ";");
+         (copy ? bufferName(stored.name) + "[" + offset(stored.name, stored.args) + "]"
+               : toStorage(value(stored), dtype)) +
+         ";");
     return;
   }
   }

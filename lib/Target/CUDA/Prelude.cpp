@@ -136,6 +136,16 @@ __device__ __forceinline__ bool fc_logical_not(bool x) { return !x; }
 __device__ __forceinline__ bool fc_logical_and(bool a, bool b) { return a && b; }
 __device__ __forceinline__ bool fc_logical_or(bool a, bool b) { return a || b; }
 
+// Two f16/bf16 fragment elements as the 32-bit register mma.sync takes
+// (the first in the low half), without taking an address: a fragment
+// array whose address escapes would live in local memory.
+__device__ __forceinline__ unsigned fc_pack2(__half lo, __half hi) {
+  return (unsigned)__half_as_ushort(lo) | ((unsigned)__half_as_ushort(hi) << 16);
+}
+__device__ __forceinline__ unsigned fc_pack2(__nv_bfloat16 lo, __nv_bfloat16 hi) {
+  return (unsigned)__bfloat16_as_ushort(lo) | ((unsigned)__bfloat16_as_ushort(hi) << 16);
+}
+
 // Asynchronous copies into shared memory (async_copy, async_commit,
 // async_wait): cp.async on sm_80 and later, where the bytes past `valid`
 // are zero-filled and nothing is read when `valid` is 0; a plain copy

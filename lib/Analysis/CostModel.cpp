@@ -27,6 +27,7 @@
 using namespace fusec;
 
 namespace fusec {
+const char *getTargetSm75();
 const char *getTargetSm80();
 const char *getTargetSm86();
 const char *getTargetSm89();
@@ -75,7 +76,8 @@ bool fusec::parseTargetDesc(llvm::StringRef json, TargetDesc &target, std::strin
 
 bool fusec::loadTargetDesc(llvm::StringRef spec, TargetDesc &target, std::string &error) {
   static const std::pair<const char *, const char *(*)()> shipped[] = {
-      {"sm_80", getTargetSm80}, {"sm_86", getTargetSm86}, {"sm_89", getTargetSm89},
+      {"sm_75", getTargetSm75}, {"sm_80", getTargetSm80}, {"sm_86", getTargetSm86},
+      {"sm_89", getTargetSm89},
       {"sm_90", getTargetSm90}, {"h200", getTargetH200}};
   for (const auto &[name, text] : shipped)
     if (spec == name) {
@@ -86,7 +88,7 @@ bool fusec::loadTargetDesc(llvm::StringRef spec, TargetDesc &target, std::string
     }
   auto file = llvm::MemoryBuffer::getFile(spec);
   if (!file) {
-    error = "target '" + spec.str() + "' is neither a shipped target (sm_80, sm_86, sm_89, "
+    error = "target '" + spec.str() + "' is neither a shipped target (sm_75, sm_80, sm_86, sm_89, "
             "sm_90, h200) nor a readable file: " + file.getError().message();
     return false;
   }

@@ -53,6 +53,14 @@ int fusec::runBackend(const Module &module, const BackendRequest &request,
     output += source;
     return ExitSuccess;
   }
+  if (const Kernel *mma = cuda::findMmaKernel(module);
+      mma && !cuda::hasTensorCoreMma(request.arch)) {
+    llvm::WithColor::error(llvm::errs(), "fusec")
+        << "kernel '@" << mma->name << "' computes on tensor cores (mma.sync m16n8k16), which "
+        << request.arch << " does not have; compile for sm_80 or later, or schedule it with "
+        << "schedule{tensor-cores=false} (-O0/-O1/-O2 do for --arch=" << request.arch << ")\n";
+    return ExitInputError;
+  }
   cuda::LaunchPlan plan;
   if (!request.launcher.empty()) {
     const Function *entry = findEntryFunction(module);

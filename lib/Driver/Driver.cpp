@@ -16,6 +16,7 @@
 #include "fusec/Parser/Parser.h"
 #include "fusec/Pass/Pass.h"
 #include "fusec/Printer/Printer.h"
+#include "fusec/Target/CUDA.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/Statistic.h"
@@ -56,7 +57,7 @@ cl::opt<std::string> costModel("cost-model",
                                        "schedules"),
                               cl::init("roofline"), cl::cat(fusecCategory));
 cl::opt<std::string> targetDesc("target",
-                                cl::desc("-O2's cost-model GPU: sm_80, sm_86, sm_89, sm_90, h200 "
+                                cl::desc("-O2's cost-model GPU: sm_75, sm_80, sm_86, sm_89, sm_90, h200 "
                                          "or a JSON file (default: the --arch's)"),
                                 cl::value_desc("target"), cl::cat(fusecCategory));
 cl::opt<bool> printBeforeAll("print-before-all", cl::desc("Print the IR before every pass"), cl::cat(fusecCategory));
@@ -169,7 +170,8 @@ static bool decidePipeline(const std::string &emit, std::string &text,
   if (!level.empty()) {
     text = getNamedPipeline(level, costModel,
                             targetDesc.getNumOccurrences() ? std::string(targetDesc)
-                                                           : std::string(arch));
+                                                           : std::string(arch),
+                            cuda::hasTensorCoreMma(arch));
     description = "-" + level;
   }
   return true;

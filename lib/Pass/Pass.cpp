@@ -104,13 +104,15 @@ const PassInfo *fusec::lookupPassInfo(llvm::StringRef name) {
 }
 
 std::string fusec::getNamedPipeline(llvm::StringRef name, llvm::StringRef costModel,
-                                    llvm::StringRef target) {
+                                    llvm::StringRef target, bool tensorCores) {
   // Spec §7. The order of -O1/-O2 is TVM's: patterns claim library
   // subgraphs first, then what remains is legalized, classified and fused.
+  // A GPU without mma.sync m16n8k16 (before sm_80) gets SIMT tiles.
+  std::string schedule = tensorCores ? "schedule" : "schedule{tensor-cores=false}";
   if (name == "O0")
-    return "legalize,schedule,lower";
+    return "legalize," + schedule + ",lower";
   if (name == "O1")
-    return "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower";
+    return "legalize,annotate-pattern,fuse-ops,fuse-tir," + schedule + ",lower";
   // -O2 first gives matmuls to cuBLASLt (every supported arch has it) with
   // the shipped patterns/cublaslt.pat, fuses the rest as -O1 does plus
   // cost-aware prologues, and schedules with the cost model of the target;
@@ -118,8 +120,9 @@ std::string fusec::getNamedPipeline(llvm::StringRef name, llvm::StringRef costMo
   if (name == "O2") {
     if (costModel == "none")
       return "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true},"
-             "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower";
-    std::string options = "cost-model=" + costModel.str() + ",target=" + target.str();
+             "legalize,annotate-pattern,fuse-ops,fuse-tir," + schedule + ",lower";
+    std::string options = "cost-model=" + costModel.str() + ",target=" + target.str() +
+                          (tensorCores ? "" : ",tensor-cores=false");
     return "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true,"
            "prologue-aware=true,target=" + target.str() + "},"
            "legalize,annotate-pattern,fuse-ops{prologue=true,recompute-veto=true,target=" +

@@ -65,7 +65,7 @@ public:
                   "Leave a library matmul to fusec when an elementwise producer of an "
                   "operand fuses into it as a prologue (cost model; not TVM)");
     declareOption("target", OptionKind::String, "sm_90",
-                  "The prologue-aware cost model's GPU: sm_80, sm_86, sm_89, sm_90, h200 or a file");
+                  "The prologue-aware cost model's GPU: sm_75, sm_80, sm_86, sm_89, sm_90, h200 or a file");
   }
   bool run(Module &module, PassContext &context) override;
 

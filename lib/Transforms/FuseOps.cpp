@@ -71,7 +71,7 @@ public:
                   "would recompute it per broadcast element at a cost above its own kernel "
                   "(XLA-style; not TVM)");
     declareOption("target", OptionKind::String, "sm_90",
-                  "The cost model's GPU: sm_80, sm_86, sm_89, sm_90, h200 or a file");
+                  "The cost model's GPU: sm_75, sm_80, sm_86, sm_89, sm_90, h200 or a file");
   }
   bool run(Module &module, PassContext &context) override;
 

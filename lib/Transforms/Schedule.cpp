@@ -40,7 +40,10 @@ public:
                   "none: TVM's choices (inline every producer); roofline: place broadcast "
                   "producers by estimated time");
     declareOption("target", OptionKind::String, "sm_90",
-                  "The cost model's GPU: sm_80, sm_86, sm_89, sm_90, h200 or a JSON file");
+                  "The cost model's GPU: sm_75, sm_80, sm_86, sm_89, sm_90, h200 or a JSON file");
+    declareOption("tensor-cores", OptionKind::Bool, "true",
+                  "false: SIMT tiles for f16/bf16 contractions too (GPUs before sm_80 lack "
+                  "mma.sync m16n8k16)");
   }
 
   bool run(Module &module, PassContext &context) override {
@@ -48,6 +51,7 @@ public:
     TargetDesc target;
     ScheduleCostContext cost;
     cost.pass = &context;
+    cost.tensorCores = getBoolOption("tensor-cores");
     if (costModel == "roofline") {
       if (!loadTargetDesc(getStringOption("target"), target, context.diag, getName()))
         return false;

@@ -22,7 +22,7 @@
 //            be fewer than the GPU's SMs: then the next row;
 //          M >= 32 and N >= 32:    64 x  64 x 16, warps of 32 x 32 (128 threads)
 //          M >= 16 and N >= 16:    32 x  32 x 16, one warp (32 threads)
-//        otherwise SIMT (every dtype):
+//        otherwise, or with tensor-cores=false (before sm_80), SIMT (every dtype):
 //          M >= 64 and N >= 64:    64 x  64 x 16, 4 x 4 per thread (256 threads)
 //          otherwise:              32 x  32 x 16, 2 x 2 per thread (256 threads)
 //
@@ -210,6 +210,10 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::strin
       why = "a contraction, M = " + std::to_string(m) + ", N = " + std::to_string(n);
       if (contraction.groups > 1)
         why += " per group, " + std::to_string(contraction.groups) + " groups";
+      if (halves && !cost.tensorCores) {
+        why += ", f16/bf16 operands but tensor-cores=false (no mma.sync m16n8k16): SIMT";
+        halves = false;
+      }
       if (halves && m >= 16 && n >= 16 && (m < 32 || n < 32)) {
         // Small operands still get tensor cores: one warp computes a
         // 32 x 32 tile (2 x 4 mma tiles), guarded where M or N ends early.

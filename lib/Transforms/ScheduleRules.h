@@ -63,6 +63,8 @@ bool analyzeContraction(const Kernel &kernel, const KStage &stage, Contraction &
 struct ScheduleCostContext {
   const TargetDesc *target = nullptr;
   PassContext *pass = nullptr;
+  /// False for GPUs without mma.sync m16n8k16 (before sm_80): SIMT tiles.
+  bool tensorCores = true;
 };
 
 /// Each rule says in `why` why it applied or declined (--remarks).

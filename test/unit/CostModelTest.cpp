@@ -13,7 +13,7 @@
 using namespace fusec;
 
 TEST_CASE("cost model: shipped targets load, malformed ones name the field", "[cost]") {
-  for (const char *name : {"sm_80", "sm_86", "sm_89", "sm_90", "h200"}) {
+  for (const char *name : {"sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "h200"}) {
     TargetDesc target;
     std::string error;
     CHECK(loadTargetDesc(name, target, error));

@@ -73,4 +73,14 @@ TEST_CASE("named pipelines follow spec section 7", "[pass][pipeline]") {
         "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower");
   CHECK(getNamedPipeline("O2", "roofline", "h200").find("target=h200") != std::string::npos);
   CHECK(getNamedPipeline("O3").empty());
+  // A GPU without mma.sync m16n8k16 (before sm_80): every schedule SIMT.
+  CHECK(getNamedPipeline("O0", "roofline", "sm_75", false) ==
+        "legalize,schedule{tensor-cores=false},lower");
+  CHECK(getNamedPipeline("O1", "roofline", "sm_75", false) ==
+        "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule{tensor-cores=false},lower");
+  CHECK(getNamedPipeline("O2", "roofline", "sm_75", false)
+            .find("schedule{cost-model=roofline,target=sm_75,tensor-cores=false}") !=
+        std::string::npos);
+  CHECK(getNamedPipeline("O2", "none", "sm_75", false)
+            .find(",schedule{tensor-cores=false},lower") != std::string::npos);
 }

@@ -151,8 +151,8 @@ struct TargetDesc {
 /// Parses a target description; on failure returns false and sets `error`
 /// (a missing or mistyped field is named).
 bool parseTargetDesc(llvm::StringRef json, TargetDesc &target, std::string &error);
-/// The description of `spec`: a shipped target (`sm_80`, `sm_86`, `sm_89`,
-/// `sm_90`, `h200`) or a JSON file path.
+/// The description of `spec`: a shipped target (`sm_75`, `sm_80`, `sm_86`,
+/// `sm_89`, `sm_90`, `h200`) or a JSON file path.
 bool loadTargetDesc(llvm::StringRef spec, TargetDesc &target, std::string &error);
 /// The same for a pass option: a failure is reported on `diag` as
 /// "<who>: <why>".

@@ -162,9 +162,10 @@ std::unique_ptr<PassManager> parsePassPipeline(llvm::StringRef text,
                                                PipelineError &error);
 /// The text of a named pipeline (`O0`, `O1`, `O2`), or "" if unknown.
 /// `costModel` and `target` are -O2's `schedule` options (`none` gives
-/// TVM's schedules).
+/// TVM's schedules); without `tensorCores` (a GPU before sm_80) every
+/// `schedule` gets `tensor-cores=false`.
 std::string getNamedPipeline(llvm::StringRef name, llvm::StringRef costModel = "roofline",
-                             llvm::StringRef target = "sm_90");
+                             llvm::StringRef target = "sm_90", bool tensorCores = true);
 
 } // namespace fusec
 

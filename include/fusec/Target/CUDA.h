@@ -39,6 +39,12 @@ std::vector<EntryParam> getEntryParams(const Kernel &kernel);
 /// Static shared memory of a launch, in bytes.
 int64_t getSharedBytes(const LLaunch &launch);
 
+/// Whether `arch` (sm_NN) has the tensor-core instruction the tiles use,
+/// mma.sync m16n8k16 with f16/bf16 operands: sm_80 and later.
+bool hasTensorCoreMma(llvm::StringRef arch);
+/// The first kernel of `module` whose launches use mma (nullptr if none).
+const Kernel *findMmaKernel(const Module &module);
+
 /// CUDA C for every lowered kernel of `module`. Returns false and sets
 /// `error` when a kernel is not lowered.
 /// `kernelLines`, when given, receives the first source line of each

@@ -84,6 +84,26 @@ int64_t cuda::getSharedBytes(const LLaunch &launch) {
   return bytes;
 }
 
+bool cuda::hasTensorCoreMma(llvm::StringRef arch) {
+  unsigned number = 0;
+  return !arch.consume_front("sm_") || arch.getAsInteger(10, number) || number >= 80;
+}
+
+static bool usesMma(const std::vector<LStmt> &stmts) {
+  for (const LStmt &stmt : stmts)
+    if (stmt.kind == LStmt::Mma || usesMma(stmt.body) || usesMma(stmt.elseBody))
+      return true;
+  return false;
+}
+
+const Kernel *cuda::findMmaKernel(const Module &module) {
+  for (const auto &kernel : module.kernels)
+    for (const LLaunch &launch : kernel->launches)
+      if (usesMma(launch.body))
+        return kernel.get();
+  return nullptr;
+}
+
 namespace {
 
 const char *storageType(DType dtype) {

@@ -18,6 +18,12 @@
 // sum taken in k order in f32 (rounded after every add), and counted as
 // 16 * 8 * 16 multiplies and adds per warp.
 //
+// An ldmatrix runs per warp: lane 8m + r names (by its own index
+// expression) the start of row r of matrix m, 8 consecutive elements at a
+// multiple of 8; lane 4g + q receives, per matrix m, elements (g, 2q) and
+// (g, 2q + 1) into fragment elements 2m and 2m + 1 (with _trans, (2q, g)
+// and (2q + 1, g)). Lanes past the matrices' rows name nothing.
+//
 // An async_copy runs as cp.async may: the thread reads its source when it
 // starts the copy, but the elements land in shared memory only when an
 // async_wait retires the copy's committed group; until then they hold NaN.
@@ -161,6 +167,36 @@ struct Mma final : Stmt {
   }
 };
 
+struct LdMatrix final : Stmt {
+  Buffer *dst, *src;
+  std::vector<IndexCalc> rowIndices;
+  int64_t dstOffset, matrices, threads;
+  int threadSlot;
+  bool transpose;
+  void exec(int64_t *vars) override {
+    int64_t rows[32];
+    for (int64_t warp = 0; warp + 32 <= threads; warp += 32) {
+      for (int64_t lane = 0; lane < 8 * matrices; ++lane) {
+        vars[threadSlot] = warp + lane;
+        int64_t row = Load::elementOffset(*src, rowIndices, vars);
+        if (row % 8 != 0 || row + 8 > int64_t(src->data.size()))
+          throw ExecError{"ldmatrix row of lane " + std::to_string(lane) + " at element " +
+                          std::to_string(row) + " of %" + src->name +
+                          " is not 8 aligned elements inside it"};
+        rows[lane] = row;
+      }
+      for (int64_t lane = 0; lane < 32; ++lane) {
+        int64_t g = lane / 4, q = lane % 4;
+        double *out = &dst->data[(warp + lane) * dst->threadStride + dstOffset];
+        for (int64_t m = 0; m < matrices; ++m)
+          for (int64_t half = 0; half < 2; ++half)
+            out[2 * m + half] = transpose ? src->data[rows[8 * m + 2 * q + half] + g]
+                                          : src->data[rows[8 * m + g] + 2 * q + half];
+      }
+    }
+  }
+};
+
 /// The copies each thread has started and not yet seen land.
 struct AsyncState {
   struct Copy {
@@ -293,6 +329,18 @@ public:
       mma->multiplies = &compiler.counters.evaluations["multiply"];
       mma->adds = &compiler.counters.evaluations["add"];
       return mma;
+    }
+    case LStmt::LdMatrix: {
+      auto load = std::make_unique<LdMatrix>();
+      load->dst = compiler.buffers.lookup(stmt.buffer);
+      load->src = compiler.buffers.lookup(stmt.value->name);
+      load->rowIndices = compiler.compileIndices(stmt.value->args);
+      load->dstOffset = stmt.indices[0]->intValue;
+      load->matrices = stmt.count;
+      load->threads = threads;
+      load->threadSlot = threadSlot;
+      load->transpose = stmt.transpose;
+      return load;
     }
     case LStmt::AsyncCopy: {
       auto copy = std::make_unique<AsyncCopy>();

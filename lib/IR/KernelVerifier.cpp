@@ -261,11 +261,12 @@ bool KernelVerifier::checkThreadStmt(const LStmt &stmt, bool inVector) {
   case LStmt::Barrier:
   case LStmt::Shuffle:
   case LStmt::Mma:
+  case LStmt::LdMatrix:
   case LStmt::AsyncCommit:
   case LStmt::AsyncWait:
-    return error(stmt.loc, "'parallel', 'barrier', shuffles, mma, 'async_commit' and "
-                           "'async_wait' belong to the launch body, not inside a parallel "
-                           "region");
+    return error(stmt.loc, "'parallel', 'barrier', shuffles, mma, ldmatrix, 'async_commit' "
+                           "and 'async_wait' belong to the launch body, not inside a "
+                           "parallel region");
   case LStmt::AsyncCopy: {
     if (inVector)
       return error(stmt.loc, "a vector loop holds stores only");
@@ -391,6 +392,28 @@ bool KernelVerifier::checkBlockStmts(const std::vector<LStmt> &body, const LLaun
     case LStmt::Barrier:
     case LStmt::AsyncCommit:
       break;
+    case LStmt::LdMatrix: {
+      if (launch.threads % 32 != 0)
+        return error(stmt.loc, "an ldmatrix needs whole warps (threads a multiple of 32)");
+      const KBuffer *dst = kernel.findBuffer(stmt.buffer);
+      const KBuffer *src =
+          stmt.value && stmt.value->kind == KExpr::Load ? kernel.findBuffer(stmt.value->name)
+                                                        : nullptr;
+      if (!dst || dst->role != KBuffer::Local || dst->type.getRank() != 1 || !src ||
+          src->role != KBuffer::Shared)
+        return error(stmt.loc, "an ldmatrix loads from a shared buffer into a 1-d local one");
+      if (!checkLaunchScope(*dst, stmt.loc) || !checkValue(*stmt.value, stmt.loc))
+        return false;
+      if (dtypeBytes(dst->type.getDType()) != 2 || src->type.getDType() != dst->type.getDType())
+        return error(stmt.loc, "an ldmatrix moves 16-bit elements (f16 or bf16) between "
+                               "buffers of one dtype");
+      if (stmt.indices.size() != 1 || stmt.indices[0]->kind != KExpr::IntConst ||
+          stmt.indices[0]->intValue < 0 ||
+          stmt.indices[0]->intValue + 2 * stmt.count > dst->type.getShape()[0].size)
+        return error(stmt.loc, "an ldmatrix fragment starts at a constant offset with room for " +
+                                   std::to_string(2 * stmt.count) + " elements");
+      break;
+    }
     case LStmt::AsyncWait:
       if (stmt.count < 0 || stmt.count > 7)
         return error(stmt.loc, "async_wait leaves 0 to 7 groups pending");

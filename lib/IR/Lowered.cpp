@@ -61,6 +61,11 @@ static void printStmt(const LStmt &stmt, int depth, std::string &text) {
             printExpr(*stmt.operands[0]) + ", " + printExpr(*stmt.operands[1]) + ", " +
             printExpr(*stmt.operands[2]) + ")\n";
     return;
+  case LStmt::LdMatrix:
+    text += indent + printAccess(stmt.buffer, stmt.indices) + " = ldmatrix_x" +
+            std::to_string(stmt.count) + (stmt.transpose ? "_trans(" : "(") +
+            printExpr(*stmt.value) + ")\n";
+    return;
   case LStmt::AsyncCopy:
     text += indent + printAccess(stmt.buffer, stmt.indices) + " = async_copy(" +
             printExpr(*stmt.value) + ", " + std::to_string(stmt.count) + ", " +

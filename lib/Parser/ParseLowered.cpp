@@ -14,6 +14,8 @@
 //                | %dst '[' index,* ']' '=' ('shfl_xor'|'shfl_down') '(' load ',' int ')'
 //                | %d '[' int ']' '=' 'mma_m16n8k16' '(' %a '[' int ']' ',' %b '[' int ']' ','
 //                                                       %c '[' int ']' ')'
+//                | %d '[' int ']' '=' ('ldmatrix_x1'|'ldmatrix_x2'|'ldmatrix_x4') '_trans'?
+//                                     '(' %shared '[' index,* ']' ')'
 //                | 'for' var 'in' ('serial'|'unroll') '(' index ')' '{' block-stmt* '}'
 //   thread-stmt ::= 'for' var 'in' ('serial'|'unroll'|'vector') '(' index ')' '{' thread-stmt* '}'
 //                 | 'if' index '{' thread-stmt* '}' ('else' '{' thread-stmt* '}')?
@@ -226,6 +228,28 @@ bool Parser::parseStore(LStmt &stmt, bool blockLevel) {
         return false;
       stmt.operands.push_back(fragment);
     }
+    return expect(Token::RParen, "')'");
+  }
+  if (token.is(Token::BareIdent) && token.spelling.startswith("ldmatrix")) {
+    llvm::StringRef form = token.spelling;
+    stmt.transpose = form.consume_back("_trans");
+    stmt.count = form == "ldmatrix_x1" ? 1 : form == "ldmatrix_x2" ? 2 : form == "ldmatrix_x4" ? 4 : 0;
+    if (!stmt.count)
+      return error("unknown '" + token.spelling.str() + "'; the lowered form has ldmatrix_x1, "
+                   "ldmatrix_x2 and ldmatrix_x4, each optionally with _trans");
+    if (!blockLevel)
+      return error("an ldmatrix is run by whole warps: it belongs to the launch body, outside "
+                   "'parallel'");
+    stmt.kind = LStmt::LdMatrix;
+    consume();
+    if (!expect(Token::LParen, "'(' and the lane's row in shared memory"))
+      return false;
+    if (!token.is(Token::LocalName))
+      return error("expected a shared buffer element, found " + describeToken());
+    MutableExpr source = parseKPrimary(ExprContext::Value);
+    if (!source)
+      return false;
+    stmt.value = source;
     return expect(Token::RParen, "')'");
   }
   if (token.isKeyword("async_copy")) {

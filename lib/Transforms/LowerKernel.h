@@ -88,6 +88,36 @@ inline KExprPtr castTo(KExprPtr value, DType dtype) {
   return value->dtype == dtype ? value : KExpr::cast(value, dtype);
 }
 
+/// How one operand's tile of a tiled contraction is laid out in shared
+/// memory and filled (LowerTiles.cpp).
+struct OperandTile {
+  bool isA = true;
+  bool copied = false;   // async_copy chunks, else staged through registers
+  bool kFastest = false; // shared layout [mn][k] (else [k][mn])
+  int64_t mnExtent = 0, kExtent = 0; // blockM or blockN, blockK
+  int64_t pad = 0;                   // elements appended to each row
+  int64_t chunk = 1;                 // elements per async_copy
+  DType dtype = DType::f32;
+  std::string shared, registers;
+
+  int64_t rowLength() const { return (kFastest ? kExtent : mnExtent) + pad; }
+  int64_t rows() const { return kFastest ? mnExtent : kExtent; }
+  int64_t size() const { return rows() * rowLength(); } // one copy
+  KExprPtr slot(KExprPtr mn, KExprPtr k) const {
+    return kFastest ? add(mul(mn, cnst(rowLength())), k) : add(mul(k, cnst(rowLength())), mn);
+  }
+};
+
+/// What the tensor-core compute of one K step reads and writes
+/// (LowerTileFragments.cpp).
+struct MmaStep {
+  const OperandTile *a, *b;
+  KExprPtr offsetA, offsetB; // the step's copy of each tile
+  int64_t blockK, warpM, warpN, warpsN;
+  std::string contraction, accumulators; // fragments are named after the first
+  DType accumulate;
+};
+
 class KernelLowering {
 public:
   KernelLowering(Kernel &kernel, DiagEngine &diag) : kernel(kernel), diag(diag) {}
@@ -133,6 +163,9 @@ public: // the mappings live in several files
   bool emitRows(const KStage &stage, const StageMapping &mapping);
   /// A contraction tiled through shared memory (LowerTiles.cpp).
   bool emitTiles(const KStage &root, const StageMapping &mapping);
+  /// The block-level statements of one K step on tensor cores: fragments
+  /// loaded with ldmatrix, one mma per 16 x 8 piece (LowerTileFragments.cpp).
+  std::vector<LStmt> emitMmaStep(const MmaStep &step);
   /// A reduction computed by the whole block for the row at `rowCoords`.
   bool emitBlockReduction(const KStage &stage, const std::vector<KExprPtr> &rowCoords,
                           const std::string &target, std::vector<KExprPtr> targetIndices);

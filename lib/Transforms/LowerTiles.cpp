@@ -46,25 +46,6 @@ using namespace fusec::lowering;
 
 namespace {
 
-/// How one operand's tile is laid out in shared memory and filled.
-struct OperandTile {
-  bool isA = true;
-  bool copied = false;   // async_copy chunks, else staged through registers
-  bool kFastest = false; // shared layout [mn][k] (else [k][mn])
-  int64_t mnExtent = 0, kExtent = 0; // blockM or blockN, blockK
-  int64_t pad = 0;                   // elements appended to each row
-  int64_t chunk = 1;                 // elements per async_copy
-  DType dtype = DType::f32;
-  std::string shared, registers;
-
-  int64_t rowLength() const { return (kFastest ? kExtent : mnExtent) + pad; }
-  int64_t rows() const { return kFastest ? mnExtent : kExtent; }
-  int64_t size() const { return rows() * rowLength(); } // one copy
-  KExprPtr slot(KExprPtr mn, KExprPtr k) const {
-    return kFastest ? add(mul(mn, cnst(rowLength())), k) : add(mul(k, cnst(rowLength())), mn);
-  }
-};
-
 /// Whether `operand` is an input read as stored with its last dims exactly
 /// `fastVars` (static extents `fastExtents`, a multiple of `chunk` in all):
 /// then `chunk` consecutive fast elements are contiguous and aligned.
@@ -408,65 +389,9 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   KExprPtr warpRow = foldIndex(KExpr::FloorDiv, warp, cnst(warpsN));
   KExprPtr warpCol = foldIndex(KExpr::Mod, warp, cnst(warpsN));
   if (mma) {
-    // Per 16-wide slice ks of the step's K: fragments from the shared
-    // tiles, then one mma per 16 x 8 tile.
-    std::string slice = bk > 16 ? freshVar("ks") : "";
-    KExprPtr sliceK = bk > 16 ? mul(KExpr::var(slice), cnst(16)) : cnst(0);
-    std::vector<LStmt> sliceBody;
-    std::string fragA = addBuffer(core->buffer + "_fa", KBuffer::Local, contraction.xDType, mmaM * 8);
-    std::string fragB = addBuffer(core->buffer + "_fb", KBuffer::Local, contraction.yDType, mmaN * 4);
-    std::string mi = freshVar("mi"), ni = freshVar("ni"), e = freshVar("e");
-    KExprPtr ev = KExpr::var(e);
-    KExprPtr evenOdd = foldIndex(KExpr::Mod, ev, cnst(2));
-    // A element e: row g + 8 ((e / 2) % 2), k 2q + e % 2 + 8 (e / 4).
-    KExprPtr aRow = add(mul(warpRow, cnst(wm)),
-                        add(mul(KExpr::var(mi), cnst(16)),
-                            add(group, mul(foldIndex(KExpr::Mod,
-                                                     foldIndex(KExpr::FloorDiv, ev, cnst(2)),
-                                                     cnst(2)),
-                                           cnst(8)))));
-    KExprPtr aK = add(sliceK, add(mul(quad, cnst(2)),
-                                  add(evenOdd, mul(foldIndex(KExpr::FloorDiv, ev, cnst(4)),
-                                                   cnst(8)))));
-    std::vector<LStmt> loadA;
-    loadA.push_back(store(fragA, {add(mul(KExpr::var(mi), cnst(8)), ev)},
-                          KExpr::load(tileA.shared, {add(offsetA, tileA.slot(aRow, aK))},
-                                      contraction.xDType)));
-    std::vector<LStmt> overE;
-    overE.push_back(loop(LStmt::Unroll, e, cnst(8), std::move(loadA)));
-    std::vector<LStmt> fragments;
-    fragments.push_back(loop(LStmt::Unroll, mi, cnst(mmaM), std::move(overE)));
-    // B element e: k 2q + e % 2 + 8 (e / 2), column g.
-    std::string e2 = freshVar("e");
-    KExprPtr ev2 = KExpr::var(e2);
-    KExprPtr bK = add(sliceK, add(mul(quad, cnst(2)),
-                                  add(foldIndex(KExpr::Mod, ev2, cnst(2)),
-                                      mul(foldIndex(KExpr::FloorDiv, ev2, cnst(2)), cnst(8)))));
-    KExprPtr bCol = add(mul(warpCol, cnst(wn)), add(mul(KExpr::var(ni), cnst(8)), group));
-    std::vector<LStmt> loadB;
-    loadB.push_back(store(fragB, {add(mul(KExpr::var(ni), cnst(4)), ev2)},
-                          KExpr::load(tileB.shared, {add(offsetB, tileB.slot(bCol, bK))},
-                                      contraction.yDType)));
-    std::vector<LStmt> overE2;
-    overE2.push_back(loop(LStmt::Unroll, e2, cnst(4), std::move(loadB)));
-    fragments.push_back(loop(LStmt::Unroll, ni, cnst(mmaN), std::move(overE2)));
-    sliceBody.push_back(blockStmt(LStmt::Parallel, std::move(fragments)));
-    for (int64_t a = 0; a < mmaM; ++a)
-      for (int64_t b = 0; b < mmaN; ++b) {
-        LStmt step;
-        step.kind = LStmt::Mma;
-        int64_t offset = (a * mmaN + b) * 4;
-        step.buffer = acc;
-        step.indices = {cnst(offset)};
-        step.operands = {KExpr::load(fragA, {cnst(a * 8)}, contraction.xDType),
-                         KExpr::load(fragB, {cnst(b * 4)}, contraction.yDType),
-                         KExpr::load(acc, {cnst(offset)}, core->accumulate)};
-        sliceBody.push_back(std::move(step));
-      }
-    if (bk > 16)
-      kBody.push_back(loop(LStmt::Unroll, slice, cnst(bk / 16), std::move(sliceBody)));
-    else
-      kBody = join(std::move(kBody), std::move(sliceBody));
+    MmaStep step{&tileA,   &tileB, offsetA,      offsetB, bk, wm, wn, warpsN, core->buffer,
+                 acc, core->accumulate};
+    kBody = join(std::move(kBody), emitMmaStep(step));
   } else {
     std::string kk = freshVar("kk"), i = freshVar("i"), j = freshVar("j");
     const KExpr &product = *core->body;

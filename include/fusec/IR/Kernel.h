@@ -190,6 +190,10 @@ struct LStmt {
     Shuffle,  // %dst[i] = shfl_xor|shfl_down(%src[j], offset): all threads
     Mma,      // %d[i] = mma_m16n8k16(%a[j], %b[k], %c[l]): each warp, on the
               // fragments its lanes hold (docs/ir.md#mma), all threads
+    LdMatrix,    // %d[i] = ldmatrix_xN[_trans](%t[j]): each warp loads N 8 x 8
+                 // matrices of 16-bit elements from shared memory into
+                 // fragments, lane 8m + r giving row r of matrix m
+                 // (docs/ir.md#ldmatrix), all threads
     AsyncCopy,   // %dst[i] = async_copy(%src[j], width, valid): one thread starts
                  // copying `width` elements (the first `valid` from global
                  // memory, the rest zeros) into shared memory (cp.async)
@@ -216,8 +220,11 @@ struct LStmt {
   int64_t shuffleOffset = 0;
   std::vector<KExprPtr> operands; // Mma: loads of the A, B and C fragments
   // AsyncCopy: the elements copied (`value` is the load of the first, `extent`
-  // how many come from memory); AsyncWait: the groups left pending.
+  // how many come from memory); AsyncWait: the groups left pending;
+  // LdMatrix: the matrices loaded (1, 2 or 4; `value` is the load of the
+  // lane's row), `transpose` for the .trans form.
   int64_t count = 0;
+  bool transpose = false;
   std::vector<LStmt> body, elseBody;
   llvm::SMLoc loc;
 };

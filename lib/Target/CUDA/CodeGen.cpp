@@ -471,6 +471,32 @@ void KernelEmitter::emitStmt(const LStmt &stmt) {
     line("    : " + words(*stmt.operands[0], 4) + ", " + words(*stmt.operands[1], 2) + c + ");");
     return;
   }
+  case LStmt::LdMatrix: {
+    // One ldmatrix per warp: each lane passes its row's shared address;
+    // register m holds the lane's two elements of matrix m.
+    std::string count = std::to_string(stmt.count), outputs;
+    for (int64_t m = 0; m < stmt.count; ++m)
+      outputs += std::string(m ? ", " : "") + "\"=r\"(fc_ldm[" + std::to_string(m) + "])";
+    std::string operands;
+    for (int64_t m = 0; m < stmt.count; ++m)
+      operands += std::string(m ? ", " : "") + "%" + std::to_string(m);
+    line("{");
+    ++depth;
+    line("unsigned fc_ldm[" + count + "];");
+    line("asm volatile(\"ldmatrix.sync.aligned.m8n8.x" + count + (stmt.transpose ? ".trans" : "") +
+         ".shared.b16 {" + operands + "}, [%" + count + "];\"");
+    line("    : " + outputs);
+    line("    : \"r\"((unsigned)__cvta_generic_to_shared(&" + bufferName(stmt.value->name) + "[" +
+         offset(stmt.value->name, stmt.value->args) + "])));");
+    int64_t base = stmt.indices[0]->intValue;
+    for (int64_t m = 0; m < stmt.count; ++m)
+      line("fc_unpack2(fc_ldm[" + std::to_string(m) + "], " + bufferName(stmt.buffer) + "[" +
+           std::to_string(base + 2 * m) + "], " + bufferName(stmt.buffer) + "[" +
+           std::to_string(base + 2 * m + 1) + "]);");
+    --depth;
+    line("}");
+    return;
+  }
   case LStmt::AsyncCopy: {
     DType dtype = kernel.findBuffer(stmt.buffer)->type.getDType();
     int64_t bytes = stmt.count * dtypeBytes(dtype);

@@ -146,6 +146,16 @@ __device__ __forceinline__ unsigned fc_pack2(__nv_bfloat16 lo, __nv_bfloat16 hi)
   return (unsigned)__bfloat16_as_ushort(lo) | ((unsigned)__bfloat16_as_ushort(hi) << 16);
 }
 
+// The other way (an ldmatrix register into two fragment elements).
+__device__ __forceinline__ void fc_unpack2(unsigned r, __half &lo, __half &hi) {
+  lo = __ushort_as_half((unsigned short)(r & 0xffffu));
+  hi = __ushort_as_half((unsigned short)(r >> 16));
+}
+__device__ __forceinline__ void fc_unpack2(unsigned r, __nv_bfloat16 &lo, __nv_bfloat16 &hi) {
+  lo = __ushort_as_bfloat16((unsigned short)(r & 0xffffu));
+  hi = __ushort_as_bfloat16((unsigned short)(r >> 16));
+}
+
 // Asynchronous copies into shared memory (async_copy, async_commit,
 // async_wait): cp.async on sm_80 and later, where the bytes past `valid`
 // are zero-filled and nothing is read when `valid` is 0; a plain copy

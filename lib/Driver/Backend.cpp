@@ -134,7 +134,7 @@ int fusec::runBackend(const Module &module, const BackendRequest &request,
         add("tile-k", uint64_t(tile->list[2].intValue), "Reduction step staged in shared memory");
         const Attr *stages = kernel->attrs.get("pipeline_stages");
         add("pipeline-stages", stages && stages->kind == Attr::Int ? uint64_t(stages->intValue) : 1,
-            "Shared-memory copies of each operand tile (2: double buffered)");
+            "Shared-memory copies of each operand tile (1 to 4, rotating)");
         const Attr *cores = kernel->attrs.get("tensor_cores");
         add("tensor-cores", cores && cores->kind == Attr::Bool && cores->boolValue ? 1 : 0,
             "1 when mma.sync computes the tile");

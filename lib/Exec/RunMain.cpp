@@ -2,7 +2,7 @@
 //
 // `fusec-run FILE.fir [--inputs=a.npy,b.npy | --random-inputs --seed=N]
 //  [--dims=n=64] [--outputs=DIR] [--counters=FILE.json] [--print]
-//  [--device=cuda [--bench]]`:
+//  [--device=cuda [--bench] [--expect=DIR | --unchecked]]`:
 // parses the module (any pipeline stage), runs the entry function on the
 // CPU reference interpreter and writes what was asked. With --device=cuda
 // the module (lowered) also runs on the GPU through the launcher engine;
@@ -58,6 +58,11 @@ cl::opt<std::string> expectDir("expect",
                                        "(an earlier --outputs) instead of running the "
                                        "interpreter"),
                               cl::value_desc("DIR"), cl::cat(runCategory));
+cl::opt<bool> unchecked("unchecked",
+                        cl::desc("With --device=cuda: no reference, no comparison (a model "
+                                 "too large for the interpreter; its --outputs can be a later "
+                                 "run's --expect)"),
+                        cl::cat(runCategory));
 cl::opt<std::string> cudaPath("cuda-path", cl::desc("CUDA installation for NVRTC"),
                               cl::value_desc("DIR"), cl::cat(runCategory));
 } // namespace
@@ -96,6 +101,8 @@ int fusec::runMain(int argc, char **argv) {
     return fail(2, "--device must be cpu or cuda");
   if (bench && device != "cuda")
     return fail(2, "--bench times the GPU; add --device=cuda");
+  if (unchecked && (device != "cuda" || !expectDir.empty() || !countersFile.empty()))
+    return fail(2, "--unchecked needs --device=cuda, and no --expect or --counters");
   if (benchRuns < 1)
     return fail(2, "--bench-runs must be at least 1");
   if (randomInputs && !inputs.empty())
@@ -158,7 +165,9 @@ int fusec::runMain(int argc, char **argv) {
   Interpreter interpreter(*module);
   std::vector<TensorData> results;
   std::string error;
-  if (!expectDir.empty()) {
+  if (unchecked) {
+    // The GPU's results are the only ones.
+  } else if (!expectDir.empty()) {
     // Results computed earlier (the interpreter on a cheaper equivalent
     // form): large models on the GPU need not wait for the interpreter.
     if (device != "cuda" || !countersFile.empty())
@@ -186,13 +195,19 @@ int fusec::runMain(int argc, char **argv) {
     cuda::DeviceRunResult onDevice;
     if (!cuda::runOnDevice(*module, *function, arguments, options, onDevice, error))
       return fail(1, "--device=cuda: " + error);
-    std::string difference = compareResults(results, onDevice.outputs);
-    if (!difference.empty())
-      return fail(1, "the GPU (" + onDevice.deviceName + ", " + onDevice.arch +
-                         ") and the interpreter disagree: " + difference);
-    llvm::errs() << "fusec-run: " << onDevice.deviceName << " (" << onDevice.arch
-                 << "): results match "
-                 << (expectDir.empty() ? "the interpreter" : "'" + expectDir + "'") << "\n";
+    if (unchecked) {
+      llvm::errs() << "fusec-run: " << onDevice.deviceName << " (" << onDevice.arch
+                   << "): results not checked (--unchecked)\n";
+    } else {
+      std::string difference = compareResults(results, onDevice.outputs);
+      if (!difference.empty())
+        return fail(1, "the GPU (" + onDevice.deviceName + ", " + onDevice.arch + ") and " +
+                           (expectDir.empty() ? "the interpreter" : "'" + expectDir + "'") +
+                           " disagree: " + difference);
+      llvm::errs() << "fusec-run: " << onDevice.deviceName << " (" << onDevice.arch
+                   << "): results match "
+                   << (expectDir.empty() ? "the interpreter" : "'" + expectDir + "'") << "\n";
+    }
     if (bench) {
       std::vector<double> times = onDevice.timesMs;
       std::sort(times.begin(), times.end());

@@ -54,6 +54,8 @@ private:
   bool checkLowered();
   bool checkLaunch(const LLaunch &launch);
   bool checkBlockStmts(const std::vector<LStmt> &body, const LLaunch &launch);
+  /// The launch scope, rank and indices of the buffer a store or copy writes.
+  bool checkStoreTarget(const LStmt &stmt, const KBuffer &buffer);
   bool checkThreadStmt(const LStmt &stmt, bool inVector);
   bool declareVar(const std::string &name, llvm::SMLoc loc);
   bool checkIndex(const KExpr &e, llvm::SMLoc loc);
@@ -255,6 +257,19 @@ bool KernelVerifier::declareVar(const std::string &name, llvm::SMLoc loc) {
   return true;
 }
 
+bool KernelVerifier::checkStoreTarget(const LStmt &stmt, const KBuffer &buffer) {
+  if (!checkLaunchScope(buffer, stmt.loc))
+    return false;
+  if (int64_t(stmt.indices.size()) != buffer.type.getRank())
+    return error(stmt.loc, "'%" + stmt.buffer + "' has rank " +
+                               std::to_string(buffer.type.getRank()) + " but is indexed with " +
+                               std::to_string(stmt.indices.size()) + " indices");
+  for (const KExprPtr &index : stmt.indices)
+    if (!checkIndex(*index, stmt.loc))
+      return false;
+  return true;
+}
+
 bool KernelVerifier::checkThreadStmt(const LStmt &stmt, bool inVector) {
   switch (stmt.kind) {
   case LStmt::Parallel:
@@ -277,15 +292,8 @@ bool KernelVerifier::checkThreadStmt(const LStmt &stmt, bool inVector) {
     if (!dst || dst->role != KBuffer::Shared || !src || src->role == KBuffer::Shared ||
         src->role == KBuffer::Local)
       return error(stmt.loc, "an async_copy copies from a global buffer into a shared one");
-    if (!checkLaunchScope(*dst, stmt.loc))
+    if (!checkStoreTarget(stmt, *dst))
       return false;
-    if (int64_t(stmt.indices.size()) != dst->type.getRank())
-      return error(stmt.loc, "'%" + stmt.buffer + "' has rank " +
-                                 std::to_string(dst->type.getRank()) + " but is indexed with " +
-                                 std::to_string(stmt.indices.size()) + " indices");
-    for (const KExprPtr &index : stmt.indices)
-      if (!checkIndex(*index, stmt.loc))
-        return false;
     if (!checkValue(*stmt.value, stmt.loc) || !checkIndex(*stmt.extent, stmt.loc))
       return false;
     if (src->type.getDType() != dst->type.getDType())
@@ -335,15 +343,8 @@ bool KernelVerifier::checkThreadStmt(const LStmt &stmt, bool inVector) {
       return error(stmt.loc, "store to unknown buffer '%" + stmt.buffer + "'");
     if (buffer->role == KBuffer::Input)
       return error(stmt.loc, "store to the input '%" + stmt.buffer + "'");
-    if (!checkLaunchScope(*buffer, stmt.loc))
+    if (!checkStoreTarget(stmt, *buffer))
       return false;
-    if (int64_t(stmt.indices.size()) != buffer->type.getRank())
-      return error(stmt.loc, "'%" + stmt.buffer + "' has rank " +
-                                 std::to_string(buffer->type.getRank()) + " but is indexed with " +
-                                 std::to_string(stmt.indices.size()) + " indices");
-    for (const KExprPtr &index : stmt.indices)
-      if (!checkIndex(*index, stmt.loc))
-        return false;
     if (!checkValue(*stmt.value, stmt.loc))
       return false;
     if (stmt.value->dtype != buffer->type.getDType())

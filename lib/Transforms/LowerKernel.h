@@ -10,9 +10,12 @@
 
 #include "fusec/IR/Kernel.h"
 
+#include <functional>
 #include <set>
 
 namespace fusec {
+
+struct Contraction;
 
 /// Replaces `kernel`'s stages and schedule by launches (LowerKernel.cpp).
 /// Returns false after a diagnostic when the schedule cannot be applied.
@@ -77,6 +80,11 @@ inline std::vector<LStmt> guarded(KExprPtr cond, std::vector<LStmt> body) {
   out.push_back(std::move(stmt));
   return out;
 }
+inline std::vector<LStmt> join(std::vector<LStmt> a, std::vector<LStmt> b) {
+  for (LStmt &stmt : b)
+    a.push_back(std::move(stmt));
+  return a;
+}
 inline LStmt blockStmt(LStmt::Kind kind, std::vector<LStmt> body = {}) {
   LStmt stmt;
   stmt.kind = kind;
@@ -106,6 +114,60 @@ struct OperandTile {
   KExprPtr slot(KExprPtr mn, KExprPtr k) const {
     return kFastest ? add(mul(mn, cnst(rowLength())), k) : add(mul(k, cnst(rowLength())), mn);
   }
+};
+
+class KernelLowering;
+
+/// How a tiled contraction's operands reach their shared-memory tiles, and
+/// the statements that move them (LowerTileOperands.cpp).
+class TileOperands {
+public:
+  static constexpr int64_t kSharedLimit = 48 * 1024; // static shared memory per block
+
+  TileOperands(KernelLowering &lowering, const Contraction &contraction, const KStage &core,
+               const StageMapping &mapping, int64_t threads);
+  /// Chooses each tile's layout and filling and the number of stages;
+  /// false when even one copy of the tiles exceeds kSharedLimit.
+  bool plan(bool mma);
+  int64_t stageBytes() const; // one copy of both tiles
+  bool copies() const { return tiles[0].copied || tiles[1].copied; }
+  bool staged() const { return !tiles[0].copied || !tiles[1].copied; }
+  /// Binds the contraction's variables for batch `batch` (set below) and
+  /// the flat m, n, k given (null: left unbound).
+  void bind(std::map<std::string, KExprPtr> &bindings, KExprPtr m, KExprPtr n,
+            KExprPtr k) const;
+  /// The first element of copy `copy` (taken modulo the stages) of `tile`.
+  KExprPtr copyOffset(const OperandTile &tile, KExprPtr copy) const;
+  /// K step `kTile`'s copied tiles into copy `copy` (async_copy).
+  std::vector<LStmt> copyIn(KExprPtr kTile, KExprPtr copy);
+  /// K step `kTile`'s staged elements into the registers.
+  std::vector<LStmt> fetch(KExprPtr kTile);
+  /// The registers into copy `copy` of the staged tiles.
+  std::vector<LStmt> deposit(KExprPtr copy);
+
+  OperandTile tiles[2];
+  int64_t stages = 1;
+  KExprPtr totalM, totalN, totalK, batches;
+  KExprPtr tileM, tileN, batch; // the block's place, set by the caller
+
+private:
+  KExprPtr operandAt(const OperandTile &tile, KExprPtr kTile, KExprPtr mn, KExprPtr k,
+                     KExprPtr &inside) const;
+  /// `move(tile, trip, mn, k)` for each staged tile's elements of this
+  /// thread: element e is (m, k) with k fastest for A, (k, n) with n
+  /// fastest for B (coalesced reads of row-major operands).
+  std::vector<LStmt>
+  overStaged(const std::function<LStmt(const OperandTile &, KExprPtr, KExprPtr, KExprPtr)> &move);
+  std::vector<LStmt> overItems(const std::string &base, int64_t count,
+                               const std::function<LStmt(KExprPtr, KExprPtr)> &move);
+
+  KernelLowering &lowering;
+  const Contraction &contraction;
+  int64_t blockK, threads;
+  std::vector<KExprPtr> batchExtents, mExtents, nExtents, kExtents;
+  std::vector<size_t> kDims;
+  std::vector<std::string> kNames;
+  std::vector<Dim> kDimsOf;
 };
 
 /// What the tensor-core compute of one K step reads and writes

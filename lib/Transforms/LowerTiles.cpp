@@ -7,83 +7,28 @@
 //   2. a block-level loop steps through K, blockK at a time. The operand
 //      tiles (blockM x blockK of X, blockK x blockN of Y) live in shared
 //      memory, in S copies (pipeline stages) that rotate: step kt computes
-//      on copy kt % S while later steps' tiles arrive in the others. An
-//      operand reaches its tile one of two ways:
-//      a. copied (`async_copy`, cp.async on sm_80+): for tensor cores, when
-//         the operand is an input read as it is stored, its last dims being
-//         exactly K's (or M's, N's) variables with a static size that is a
-//         multiple of 16 bytes. Each thread starts 16-byte copies S - 1
-//         steps ahead, one group per step (`async_commit`), and a step
-//         begins by waiting for its own (`async_wait(S - 2)`); the tile row
-//         follows the contiguous dim, padded by 16 bytes against bank
-//         conflicts. Chunks past M, N or K copy nothing and land as zeros;
-//      b. staged through registers otherwise: each thread fetches the next
-//         step's elements (the operand *expression*, so an inlined producer
-//         — a prologue — is applied as the tile is loaded; out-of-range
-//         elements are 0, selected without touching memory), the block
-//         multiply-accumulates the current copy, then the thread deposits
-//         what it fetched into the next copy (S = 2, or 1 with a barrier
-//         first when two copies do not fit).
-//      Each step starts with one barrier: its tiles are complete and every
-//      thread has finished with the copy the step then refills. The first
-//      steps' tiles are staged before the loop. The multiply-accumulate is
-//      per thread (SIMT: threadM x threadN) or per warp (mma m16n8k16 on
-//      fragments read from the tiles);
+//      on copy kt % S while later steps' tiles arrive in the others. Each
+//      operand is either copied (async_copy, S - 1 steps ahead, one
+//      async_commit group per step, each step first waiting for its own
+//      with async_wait(S - 2)) or staged through registers (fetched one
+//      step ahead before the compute, deposited into the next copy after
+//      it; with one copy, after a second barrier) — the choice, layouts and
+//      statements are LowerTileOperands.cpp's. Each step starts with one
+//      barrier: its tiles are complete and every thread has finished with
+//      the copy the step then refills. The multiply-accumulate is per
+//      thread (SIMT: threadM x threadN, serial over the step's k) or per
+//      warp (tensor cores: LowerTileFragments.cpp);
 //   3. the epilogue: each accumulator, rounded to the contraction's dtype,
 //      goes through the output stage's expression (bias, relu, cast, ...)
 //      and is stored where its (batch, m, n) lands in the output, if inside.
-// Stages: as many copies (up to 4) as fit the 48 KiB of static shared
-// memory when some operand is copied, else 2 (1 if two do not fit).
 //
 //===----------------------------------------------------------------------===//
 #include "LowerKernel.h"
 #include "ScheduleRules.h"
 
-#include <functional>
-
 using namespace fusec;
 using namespace fusec::lowering;
 
-namespace {
-
-/// Whether `operand` is an input read as stored with its last dims exactly
-/// `fastVars` (static extents `fastExtents`, a multiple of `chunk` in all):
-/// then `chunk` consecutive fast elements are contiguous and aligned.
-bool isContiguousLoad(const Kernel &kernel, const KExpr &operand,
-                      const std::vector<std::string> &fastVars,
-                      const std::vector<Dim> &fastExtents, int64_t chunk) {
-  if (operand.kind != KExpr::Load || fastVars.empty())
-    return false;
-  const KBuffer *buffer = kernel.findBuffer(operand.name);
-  if (!buffer || buffer->role != KBuffer::Input || buffer->type.getDType() != operand.dtype)
-    return false;
-  const Shape &shape = buffer->type.getShape();
-  size_t rank = operand.args.size(), fast = fastVars.size();
-  if (rank < fast)
-    return false;
-  int64_t length = 1;
-  for (size_t i = 0; i < fast; ++i) {
-    const KExpr &index = *operand.args[rank - fast + i];
-    const Dim &dim = shape[rank - fast + i];
-    if (index.kind != KExpr::Var || index.name != fastVars[i] || dim.isSymbolic() ||
-        fastExtents[i].isSymbolic() || dim.size != fastExtents[i].size)
-      return false;
-    length *= dim.size;
-  }
-  for (size_t d = 0; d + fast < rank; ++d)
-    for (const std::string &var : fastVars)
-      if (usesVar(*operand.args[d], var))
-        return false;
-  return length % chunk == 0;
-}
-
-std::vector<LStmt> join(std::vector<LStmt> a, std::vector<LStmt> b) {
-  for (LStmt &stmt : b)
-    a.push_back(std::move(stmt));
-  return a;
-}
-
-} // namespace
 
 bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) {
   const StageSchedule &entry = scheduleOf(root.buffer);
@@ -105,26 +50,6 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
       return error(entry.loc, "the epilogue '%" + root.buffer + "' must read '%" + core->buffer +
                                   "' at its own index");
   }
-  auto extentsAt = [&](const std::vector<size_t> &dims) {
-    std::vector<KExprPtr> extents;
-    for (size_t d : dims)
-      extents.push_back(dimExpr(contraction.extents[d]));
-    return extents;
-  };
-  std::vector<KExprPtr> batchExtents = extentsAt(contraction.batch),
-                        mExtents = extentsAt(contraction.m), nExtents = extentsAt(contraction.n),
-                        kExtents;
-  std::vector<size_t> kDims;
-  std::vector<std::string> kNames;
-  std::vector<Dim> kDimsOf;
-  for (size_t r = 0; r < core->reduceVars.size(); ++r) {
-    kDims.push_back(r);
-    kNames.push_back(core->reduceVars[r].first);
-    kDimsOf.push_back(core->reduceVars[r].second);
-    kExtents.push_back(dimExpr(core->reduceVars[r].second));
-  }
-  KExprPtr totalM = product(mExtents), totalN = product(nExtents),
-           totalK = product(kExtents), batches = product(batchExtents);
   int64_t bm = mapping.blockM, bn = mapping.blockN, bk = mapping.blockK, tm = mapping.threadM,
           tn = mapping.threadN;
   int64_t threadsN = bn / tn, threads = (bm / tm) * threadsN;
@@ -139,54 +64,18 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
     if (!halves || core->accumulate != DType::f32 || core->body->dtype != DType::f32)
       return error(entry.loc, "mma needs f16 or bf16 operands accumulated in f32");
   }
-
-  // The operand tiles: copied when the operand allows (tensor cores only),
-  // K fastest when K is contiguous, else M (N); padded rows for mma.
-  OperandTile tiles[2];
-  for (int o = 0; o < 2; ++o) {
-    OperandTile &tile = tiles[o];
-    tile.isA = o == 0;
-    tile.dtype = o == 0 ? contraction.xDType : contraction.yDType;
-    tile.mnExtent = o == 0 ? bm : bn;
-    tile.kExtent = bk;
-    if (!mma)
-      continue;
-    tile.pad = tile.chunk = 16 / dtypeBytes(tile.dtype);
-    const std::vector<size_t> &mnDims = o == 0 ? contraction.m : contraction.n;
-    std::vector<std::string> mnNames;
-    std::vector<Dim> mnDimsOf;
-    for (size_t d : mnDims) {
-      mnNames.push_back(contraction.vars[d]);
-      mnDimsOf.push_back(contraction.extents[d]);
-    }
-    const KExpr &operand = o == 0 ? *contraction.x : *contraction.y;
-    if (bk % tile.chunk == 0 && isContiguousLoad(kernel, operand, kNames, kDimsOf, tile.chunk))
-      tile.copied = tile.kFastest = true;
-    else if (tile.mnExtent % tile.chunk == 0 &&
-             isContiguousLoad(kernel, operand, mnNames, mnDimsOf, tile.chunk))
-      tile.copied = true;
-  }
-  constexpr int64_t kSharedLimit = 48 * 1024; // static shared memory per block
-  auto stageBytes = [&] {
-    return tiles[0].size() * dtypeBytes(tiles[0].dtype) +
-           tiles[1].size() * dtypeBytes(tiles[1].dtype);
-  };
-  if (stageBytes() > kSharedLimit)
-    return error(entry.loc, "the tiles need " + std::to_string(stageBytes()) +
+  TileOperands operands(*this, contraction, *core, mapping, threads);
+  if (!operands.plan(mma))
+    return error(entry.loc, "the tiles need " + std::to_string(operands.stageBytes()) +
                                 " bytes of shared memory, over the 49152 a block can declare; "
                                 "use smaller block_m, block_n or block_k");
-  bool copies = tiles[0].copied || tiles[1].copied;
-  int64_t stages = copies ? std::min<int64_t>(4, kSharedLimit / stageBytes()) : 0;
-  if (stages < 2) { // copies need two stages at least: all through registers
-    for (OperandTile &tile : tiles)
-      tile.copied = tile.kFastest = false;
-    copies = false;
-    stages = 2 * stageBytes() <= kSharedLimit ? 2 : 1;
-  }
-  bool staged = !tiles[0].copied || !tiles[1].copied; // some tile via registers
+  OperandTile (&tiles)[2] = operands.tiles;
+  int64_t stages = operands.stages;
+  bool copies = operands.copies(), staged = operands.staged();
+  KExprPtr totalM = operands.totalM, totalN = operands.totalN;
   KExprPtr tilesM = ceilDiv(totalM, bm), tilesN = ceilDiv(totalN, bn);
   launch->threads = threads;
-  launch->gridSize = mul(batches, mul(tilesM, tilesN));
+  launch->gridSize = mul(operands.batches, mul(tilesM, tilesN));
   // The tile shape stays visible after lowering (and in --stats).
   kernel.attrs.set("tile", Attr::makeList({Attr::makeInt(bm), Attr::makeInt(bn),
                                            Attr::makeInt(bk)}));
@@ -198,125 +87,11 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   KExprPtr bx = KExpr::var(launch->blockVar), tx = KExpr::var(launch->threadVar);
   KExprPtr tileN = foldIndex(KExpr::Mod, bx, tilesN);
   KExprPtr tileM = foldIndex(KExpr::Mod, foldIndex(KExpr::FloorDiv, bx, tilesN), tilesM);
-  KExprPtr batch = foldIndex(KExpr::FloorDiv, bx, mul(tilesN, tilesM));
+  operands.tileM = tileM;
+  operands.tileN = tileN;
+  operands.batch = foldIndex(KExpr::FloorDiv, bx, mul(tilesN, tilesM));
   KExprPtr threadRow = foldIndex(KExpr::FloorDiv, tx, cnst(threadsN));
   KExprPtr threadCol = foldIndex(KExpr::Mod, tx, cnst(threadsN));
-
-  // Variable bindings of the contraction for a (batch, m, n, k) point.
-  auto bind = [&](std::map<std::string, KExprPtr> &bindings, const std::vector<size_t> &dims,
-                  const std::vector<KExprPtr> &extents, KExprPtr flat,
-                  const std::vector<std::string> &names) {
-    std::vector<KExprPtr> coords = coordinatesOf(flat, extents);
-    for (size_t i = 0; i < dims.size(); ++i)
-      bindings[names[dims[i]]] = coords[i];
-  };
-  // The operand at tile position (mn, k) of K step `kTile`, and whether
-  // that point lies inside the GEMM.
-  auto operandAt = [&](const OperandTile &tile, KExprPtr kTile, KExprPtr mn, KExprPtr k,
-                       KExprPtr &inside) {
-    KExprPtr kGlobal = add(mul(kTile, cnst(bk)), k);
-    KExprPtr mnGlobal = add(mul(tile.isA ? tileM : tileN, cnst(tile.mnExtent)), mn);
-    std::map<std::string, KExprPtr> bindings;
-    bind(bindings, contraction.batch, batchExtents, batch, contraction.vars);
-    bind(bindings, tile.isA ? contraction.m : contraction.n, tile.isA ? mExtents : nExtents,
-         mnGlobal, contraction.vars);
-    bind(bindings, kDims, kExtents, kGlobal, kNames);
-    inside = KExpr::binary(KExpr::And, lt(mnGlobal, tile.isA ? totalM : totalN),
-                           lt(kGlobal, totalK));
-    return substituteVars(tile.isA ? contraction.x : contraction.y, bindings);
-  };
-  auto copyOffset = [&](const OperandTile &tile, KExprPtr copy) {
-    return stages == 1 ? cnst(0) : mul(foldIndex(KExpr::Mod, copy, cnst(stages)), cnst(tile.size()));
-  };
-  // `count` items spread over the threads, `trips` per thread: the
-  // statements `move(item)` for each of this thread's items.
-  auto overItems = [&](const std::string &base, int64_t count,
-                       const std::function<LStmt(KExprPtr, KExprPtr)> &move) {
-    int64_t trips = (count + threads - 1) / threads;
-    std::string step = freshVar(base);
-    KExprPtr trip = trips == 1 ? cnst(0) : KExpr::var(step);
-    KExprPtr item = add(mul(trip, cnst(threads)), tx);
-    std::vector<LStmt> body;
-    body.push_back(move(trip, item));
-    body = guarded(count % threads == 0 ? nullptr : lt(item, cnst(count)), std::move(body));
-    if (trips > 1) {
-      std::vector<LStmt> looped;
-      looped.push_back(loop(LStmt::Serial, step, cnst(trips), std::move(body)));
-      body = std::move(looped);
-    }
-    return body;
-  };
-
-  // a. Copied tiles: chunk c is row c / (chunks per row), at column
-  // (c % chunks per row) * chunk; a chunk outside the GEMM reads nothing.
-  auto copyIn = [&](KExprPtr kTile, KExprPtr copy) {
-    std::vector<LStmt> out;
-    for (const OperandTile &tile : tiles) {
-      if (!tile.copied)
-        continue;
-      int64_t fastExtent = tile.kFastest ? tile.kExtent : tile.mnExtent;
-      int64_t perRow = fastExtent / tile.chunk;
-      out = join(std::move(out),
-                 overItems(tile.isA ? "ca" : "cb", tile.rows() * perRow, [&](KExprPtr, KExprPtr c) {
-                   KExprPtr row = foldIndex(KExpr::FloorDiv, c, cnst(perRow));
-                   KExprPtr column = mul(foldIndex(KExpr::Mod, c, cnst(perRow)), cnst(tile.chunk));
-                   KExprPtr mn = tile.kFastest ? row : column, k = tile.kFastest ? column : row;
-                   KExprPtr inside;
-                   KExprPtr source = operandAt(tile, kTile, mn, k, inside);
-                   LStmt stmt;
-                   stmt.kind = LStmt::AsyncCopy;
-                   stmt.buffer = tile.shared;
-                   stmt.indices = {add(copyOffset(tile, copy), tile.slot(mn, k))};
-                   stmt.value = source;
-                   stmt.count = tile.chunk;
-                   stmt.extent = KExpr::select(inside, cnst(tile.chunk), cnst(0));
-                   return stmt;
-                 }));
-    }
-    return out;
-  };
-  // b. Tiles staged through registers: element e of a tile is (m, k) with
-  // k fastest for A, (k, n) with n fastest for B (coalesced reads of
-  // row-major operands); each thread holds its elements in `registers`.
-  auto elementOf = [&](const OperandTile &tile, KExprPtr e, KExprPtr &mn, KExprPtr &k) {
-    int64_t fastExtent = tile.isA ? bk : tile.mnExtent;
-    KExprPtr outer = foldIndex(KExpr::FloorDiv, e, cnst(fastExtent));
-    KExprPtr inner = foldIndex(KExpr::Mod, e, cnst(fastExtent));
-    mn = tile.isA ? outer : inner;
-    k = tile.isA ? inner : outer;
-  };
-  auto fetch = [&](KExprPtr kTile) {
-    std::vector<LStmt> out;
-    for (const OperandTile &tile : tiles)
-      if (!tile.copied)
-        out = join(std::move(out), overItems(tile.isA ? "la" : "lb", tile.mnExtent * bk,
-                                             [&](KExprPtr trip, KExprPtr e) {
-                                               KExprPtr mn, k, inside;
-                                               elementOf(tile, e, mn, k);
-                                               KExprPtr operand =
-                                                   operandAt(tile, kTile, mn, k, inside);
-                                               return store(tile.registers, {trip},
-                                                            KExpr::select(inside, operand,
-                                                                          KExpr::literal(0, operand->dtype)));
-                                             }));
-    return out;
-  };
-  auto deposit = [&](KExprPtr copy) {
-    std::vector<LStmt> out;
-    for (const OperandTile &tile : tiles)
-      if (!tile.copied)
-        out = join(std::move(out), overItems(tile.isA ? "la" : "lb", tile.mnExtent * bk,
-                                             [&](KExprPtr trip, KExprPtr e) {
-                                               KExprPtr mn, k;
-                                               elementOf(tile, e, mn, k);
-                                               return store(tile.shared,
-                                                            {add(copyOffset(tile, copy),
-                                                                 tile.slot(mn, k))},
-                                                            KExpr::load(tile.registers, {trip},
-                                                                        tile.dtype));
-                                             }));
-    return out;
-  };
 
   for (OperandTile &tile : tiles)
     tile.shared = addBuffer(core->buffer + (tile.isA ? "_a" : "_b"), KBuffer::Shared,
@@ -328,7 +103,7 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
     if (!tile.copied)
       tile.registers = addBuffer(core->buffer + (tile.isA ? "_ra" : "_rb"), KBuffer::Local,
                                  tile.dtype, (tile.mnExtent * bk + threads - 1) / threads);
-  KExprPtr steps = ceilDiv(totalK, bk);
+  KExprPtr steps = ceilDiv(operands.totalK, bk);
   // A guard for K step `step`, unless it surely exists.
   auto ifStep = [&](KExprPtr step, std::vector<LStmt> body) {
     bool sure = step->kind == KExpr::IntConst && steps->kind == KExpr::IntConst &&
@@ -340,7 +115,7 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   // zero the accumulators; stage the first step's other tiles into copy 0.
   if (copies)
     for (int64_t s = 0; s + 1 < stages; ++s) {
-      launch->body.push_back(blockStmt(LStmt::Parallel, ifStep(cnst(s), copyIn(cnst(s), cnst(s)))));
+      launch->body.push_back(blockStmt(LStmt::Parallel, ifStep(cnst(s), operands.copyIn(cnst(s), cnst(s)))));
       launch->body.push_back(blockStmt(LStmt::AsyncCommit));
     }
   std::string zeroVar = freshVar("i");
@@ -349,8 +124,8 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   std::vector<LStmt> init;
   init.push_back(loop(LStmt::Unroll, zeroVar, cnst(accumulators), std::move(zero)));
   if (staged) {
-    init = join(std::move(init), fetch(cnst(0)));
-    init = join(std::move(init), deposit(cnst(0)));
+    init = join(std::move(init), operands.fetch(cnst(0)));
+    init = join(std::move(init), operands.deposit(cnst(0)));
   }
   launch->body.push_back(blockStmt(LStmt::Parallel, std::move(init)));
 
@@ -372,15 +147,15 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   std::vector<LStmt> ahead;
   if (copies) {
     KExprPtr far = add(kt, cnst(stages - 1));
-    ahead = ifStep(far, copyIn(far, far));
+    ahead = ifStep(far, operands.copyIn(far, far));
   }
   if (staged)
-    ahead = join(std::move(ahead), ifStep(next, fetch(next)));
+    ahead = join(std::move(ahead), ifStep(next, operands.fetch(next)));
   kBody.push_back(blockStmt(LStmt::Parallel, std::move(ahead)));
   if (copies)
     kBody.push_back(blockStmt(LStmt::AsyncCommit));
   const OperandTile &tileA = tiles[0], &tileB = tiles[1];
-  KExprPtr offsetA = copyOffset(tileA, kt), offsetB = copyOffset(tileB, kt);
+  KExprPtr offsetA = operands.copyOffset(tileA, kt), offsetB = operands.copyOffset(tileB, kt);
   // The lane's place in the mma layouts: lane = 4 g + q.
   KExprPtr warp = foldIndex(KExpr::FloorDiv, tx, cnst(32));
   KExprPtr lane = foldIndex(KExpr::Mod, tx, cnst(32));
@@ -424,7 +199,7 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   if (staged) {
     if (stages == 1) // one copy: everyone must be done reading it
       kBody.push_back(blockStmt(LStmt::Barrier));
-    kBody.push_back(blockStmt(LStmt::Parallel, ifStep(next, deposit(next))));
+    kBody.push_back(blockStmt(LStmt::Parallel, ifStep(next, operands.deposit(next))));
   }
   launch->body.push_back(loop(LStmt::Serial, kStep, steps, std::move(kBody)));
 
@@ -453,9 +228,7 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   }
   DType coreDType = kernel.findBuffer(core->buffer)->type.getDType();
   std::map<std::string, KExprPtr> coreBindings;
-  bind(coreBindings, contraction.batch, batchExtents, batch, contraction.vars);
-  bind(coreBindings, contraction.m, mExtents, m, contraction.vars);
-  bind(coreBindings, contraction.n, nExtents, n, contraction.vars);
+  operands.bind(coreBindings, m, n, nullptr);
   std::vector<KExprPtr> coords;
   std::map<std::string, KExprPtr> rootBindings;
   for (size_t d = 0; d < core->spatialVars.size(); ++d) {

@@ -20,6 +20,10 @@ namespace exec {
 /// An integral double wrapped modulo 2^64 into int64's range, without the
 /// undefined behaviour of converting an out-of-range double.
 inline int64_t wrapToInt64(double value) {
+  // In range (nearly always: indices, loop bounds): the cast truncates as
+  // trunc does. NaN fails both comparisons and takes the slow path.
+  if (value >= -9223372036854775808.0 && value < 9223372036854775808.0)
+    return static_cast<int64_t>(value);
   if (std::isnan(value) || std::isinf(value))
     return 0;
   double wrapped = std::fmod(std::trunc(value), 18446744073709551616.0);

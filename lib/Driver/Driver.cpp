@@ -300,6 +300,11 @@ static int processModule(Module &moduleRef, DiagEngine &diag, const PassManager 
   Module *module = &moduleRef;
   if (!module->name.empty())
     moduleName = module->name;
+  if (report)
+    for (const auto &function : module->functions)
+      function->forEachBinding([&](const Binding &binding) {
+        report->inputBindings.push_back({function->name, "%" + binding.getResult()->name});
+      });
   std::vector<TensorData> inputs, reference;
   if (checkEach) {
     // The reference results of the input program, on deterministic inputs.
@@ -385,7 +390,8 @@ static std::string writeFusionReport(const std::string &path, const FusionReport
     nlohmann::ordered_json entry;
     entry["function"] = group.function;
     entry["kind"] = group.kind;
-    entry["pattern"] = group.pattern;
+    if (!group.pattern.empty()) // a composite has its pattern's name instead
+      entry["pattern"] = group.pattern;
     if (!group.composite.empty())
       entry["composite"] = group.composite;
     entry["members"] = group.members;
@@ -395,15 +401,22 @@ static std::string writeFusionReport(const std::string &path, const FusionReport
       entry["epilogue"] = group.epilogue;
     root["groups"].push_back(entry);
   }
-  // A composite's call is opaque to fuse-ops, which lists it as unfused;
-  // its bindings are already in a group.
-  std::set<std::string> grouped;
+  // Spec §8: every binding of the input that no pass grouped, whatever the
+  // passes (at -O0 all of them); names are per function, so a group takes
+  // its own function's bindings only. `unfused_by_function` says whose.
+  std::set<std::pair<std::string, std::string>> grouped;
   for (const FusionReport::Group &group : report.groups)
-    grouped.insert(group.members.begin(), group.members.end());
+    for (const std::string &member : group.members)
+      grouped.insert({group.caller, member});
+  std::set<std::string> dead(report.dead.begin(), report.dead.end());
   root["unfused"] = nlohmann::ordered_json::array();
-  for (const std::string &name : report.unfused)
-    if (!grouped.count(name))
+  nlohmann::ordered_json byFunction = nlohmann::ordered_json::object();
+  for (const auto &[function, name] : report.inputBindings)
+    if (!grouped.count({function, name}) && !dead.count(name)) {
       root["unfused"].push_back(name);
+      byFunction[function].push_back(name);
+    }
+  root["unfused_by_function"] = byFunction;
   root["dead"] = report.dead;
   root["decisions"] = nlohmann::ordered_json::array();
   for (const FusionReport::Decision &decision : report.decisions) {
@@ -532,8 +545,11 @@ int fusec::driverMain(int argc, char **argv) {
     output += chunkOutput;
   }
   std::error_code ec;
-  if (exitCode != ExitSuccess && emit != "fir")
-    return exitCode; // no partial PTX or cubin
+  // No partial PTX or cubin, and no empty FIR file for a failed input (a
+  // later `fusec` would read it as an empty module); --split-input-file
+  // still writes the chunks that succeeded.
+  if (exitCode != ExitSuccess && (emit != "fir" || !splitInputFile))
+    return exitCode;
   llvm::ToolOutputFile out(outputFile, ec,
                            emit == "cubin" ? llvm::sys::fs::OF_None : llvm::sys::fs::OF_Text);
   if (ec)

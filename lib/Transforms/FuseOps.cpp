@@ -112,11 +112,8 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
                            << "\n";
   GroupOutliner outliner(module, function, block, functionTable);
   for (auto &[root, nodes] : groups) {
-    if (nodes.size() < 2) {
-      if (context.report)
-        context.report->unfused.push_back("%" + graph.nodes[nodes.front()].value->name);
+    if (nodes.size() < 2)
       continue;
-    }
     std::vector<Binding *> members;
     llvm::DenseSet<const Binding *> memberSet;
     for (int node : nodes) {
@@ -134,12 +131,8 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
         memberSet.erase(member);
       return readsOutsideTuple;
     });
-    if (members.size() < 2) {
-      if (context.report)
-        for (int node : nodes)
-          context.report->unfused.push_back("%" + graph.nodes[node].value->name);
+    if (members.size() < 2)
       continue;
-    }
     std::vector<std::string> memberNames;
     for (Binding *member : members)
       memberNames.push_back("%" + member->getResult()->name);
@@ -158,7 +151,7 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
     if (context.report) {
       FusionReport::Group entry{outlined.function, "fused",
                                 patternKindName(partition.groupPattern[root]).str(), "",
-                                memberNames, {}, {}};
+                                memberNames, {}, {}, function.name};
       int contraction = findContraction(module, graph, partition, root);
       for (int node : nodes) {
         std::string name = "%" + graph.nodes[node].value->name;
@@ -196,12 +189,9 @@ bool FuseOps::run(Module &module, PassContext &context) {
     Function &function = *module.functions[f];
     if (function.isGroupedFunction())
       continue;
-    for (BodyItem &item : function.body) {
-      if (item.block)
+    for (BodyItem &item : function.body)
+      if (item.block) // outside blocks nothing is ever fused
         fuseBlock(module, function, *item.block, context);
-      else if (context.report) // outside blocks nothing is ever fused
-        context.report->unfused.push_back("%" + item.binding->getResult()->name);
-    }
   }
   return true;
 }

@@ -34,6 +34,7 @@ struct FusionReport {
     /// Of a group around a matmul or convolution: the members applied as
     /// its operand tiles load, and those applied to its accumulators.
     std::vector<std::string> prologue, epilogue;
+    std::string caller; // the function whose bindings `members` are
   };
   /// One decision with its reason: `fields` are extra keys, in order
   /// (`pattern`, `root`, ...).
@@ -44,8 +45,11 @@ struct FusionReport {
     std::vector<std::pair<std::string, double>> costs;
   };
   std::vector<Group> groups;
-  std::vector<std::string> unfused, dead;
+  std::vector<std::string> dead;
   std::vector<Decision> decisions;
+  /// (function, %binding) of every binding of the input, in order, noted
+  /// before the passes run: those no group took are the `unfused` ones.
+  std::vector<std::pair<std::string, std::string>> inputBindings;
 };
 
 /// What a pass may use besides the module.

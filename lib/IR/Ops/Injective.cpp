@@ -48,9 +48,12 @@ static std::optional<Type> inferReshape(InferContext &ctx) {
       inferredIndex = static_cast<int>(shape.size());
       shape.push_back(Dim::of(1));
       continue;
-    } else if (item.intValue <= 0 || item.intValue > kMaxDimSize) {
+    } else if (item.intValue <= 0) {
       return ctx.errorAt(item.loc, "reshape sizes must be positive or -1, "
                                    "got " + std::to_string(item.intValue));
+    } else if (item.intValue > kMaxDimSize) {
+      return ctx.errorAt(item.loc, "reshape size " + std::to_string(item.intValue) +
+                                       " exceeds the maximum size 2^40");
     } else {
       shape.push_back(Dim::of(item.intValue));
     }

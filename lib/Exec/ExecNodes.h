@@ -162,10 +162,18 @@ struct IndexOp final : Node {
 };
 
 /// One index of a load: constant + sum of coefficient * variable when the
-/// expression is affine, else a general node.
+/// expression is affine, plus terms coefficient * (a chain of floordiv and
+/// mod by positive constants of one variable: the tile lowering's thread,
+/// warp and lane coordinates), else a general node.
 struct IndexCalc {
+  struct Derived {
+    int slot;
+    int64_t coefficient;
+    std::vector<std::pair<bool, int64_t>> steps; // (is mod, constant), innermost first
+  };
   int64_t constant = 0;
   std::vector<std::pair<int, int64_t>> terms; // slot, coefficient
+  std::vector<Derived> derived;
   NodePtr general;
   int64_t eval(const int64_t *vars) const {
     if (general)
@@ -173,6 +181,12 @@ struct IndexCalc {
     int64_t value = constant;
     for (const auto &[slot, coefficient] : terms)
       value += coefficient * vars[slot];
+    for (const Derived &term : derived) {
+      int64_t x = vars[term.slot];
+      for (const auto &[isMod, c] : term.steps)
+        x = isMod ? x - floorDiv(x, c) * c : floorDiv(x, c);
+      value += term.coefficient * x;
+    }
     return value;
   }
 };
@@ -224,7 +238,7 @@ struct Load final : Node {
     int64_t offset = 0, step = 0;
     for (size_t d = 0; d < indices.size(); ++d) {
       const IndexCalc &calc = indices[d];
-      if (calc.general)
+      if (calc.general || !calc.derived.empty())
         return Node::evalBatch(vars, slot, count, out);
       int64_t first = calc.eval(vars), delta = 0;
       for (const auto &[termSlot, coefficient] : calc.terms)
@@ -479,12 +493,32 @@ struct Compiler {
       return affine(*e.args[0], out, scale) && affine(*e.args[1], out, -scale);
     case KExpr::Mul: {
       IndexCalc constant;
-      if (affine(*e.args[1], constant, 1) && constant.terms.empty())
+      if (affine(*e.args[1], constant, 1) && constant.terms.empty() &&
+          constant.derived.empty())
         return affine(*e.args[0], out, scale * constant.constant);
       constant = IndexCalc();
-      if (affine(*e.args[0], constant, 1) && constant.terms.empty())
+      if (affine(*e.args[0], constant, 1) && constant.terms.empty() &&
+          constant.derived.empty())
         return affine(*e.args[1], out, scale * constant.constant);
       return false;
+    }
+    case KExpr::FloorDiv:
+    case KExpr::Mod: {
+      // A chain of floordiv / mod by positive constants of a loop variable.
+      IndexCalc::Derived term{0, scale, {}};
+      const KExpr *at = &e;
+      while (at->kind == KExpr::FloorDiv || at->kind == KExpr::Mod) {
+        const KExpr &by = *at->args[1];
+        if (by.kind != KExpr::IntConst || by.intValue <= 0)
+          return false;
+        term.steps.insert(term.steps.begin(), {at->kind == KExpr::Mod, by.intValue});
+        at = at->args[0].get();
+      }
+      if (at->kind != KExpr::Var || !slots.count(at->name))
+        return false;
+      term.slot = slots.lookup(at->name);
+      out.derived.push_back(std::move(term));
+      return true;
     }
     default:
       return false;

@@ -123,20 +123,31 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
     // A tuple from outside the group is passed field by field, as TVM does
     // for partially used tuple parameters: the `get`s that read it stay at
     // the call site and the function takes the fields it uses.
+    // The function's parameter for a field is `<tuple>_<index>` (TVM's
+    // FunctionCreator names it so).
+    llvm::DenseMap<const Value *, std::string> fieldNames;
     llvm::erase_if(members, [&](Binding *member) {
       bool readsOutsideTuple =
           member->kind == ExprKind::Get &&
           !memberSet.count(member->operands.front().value->definingBinding);
-      if (readsOutsideTuple)
+      if (readsOutsideTuple) {
         memberSet.erase(member);
+        // A numeric tuple name (`%3`) takes a letter: `%3_0` would not parse.
+        std::string tuple = member->operands.front().value->name;
+        if (std::isdigit(static_cast<unsigned char>(tuple[0])))
+          tuple = "v" + tuple;
+        fieldNames[member->getResult()] = tuple + "_" + std::to_string(member->tupleIndex);
+      }
       return readsOutsideTuple;
     });
-    if (members.size() < 2)
+    // TVM counts the `get`s among the group's nodes (num_nodes > 1), so a
+    // group of one op and the gets it reads still becomes a function.
+    if (members.empty())
       continue;
     std::vector<std::string> memberNames;
     for (Binding *member : members)
       memberNames.push_back("%" + member->getResult()->name);
-    GroupOutliner::Result outlined = outliner.outline(members, Attrs(), false);
+    GroupOutliner::Result outlined = outliner.outline(members, Attrs(), false, fieldNames);
     if (outlined.function.empty()) {
       logWarning("fuse-ops: dropping the dead group {" + llvm::join(memberNames, ", ") +
                  "} in @" + function.name + "; run dce first");

@@ -89,12 +89,26 @@ static bool isCopiedConstant(const Value *value, bool bindConstants) {
 std::string GroupOutliner::makeFunction(const std::vector<Binding *> &members,
                                         const std::vector<Value *> &params,
                                         const std::vector<Value *> &outputs, const Attrs &attrs,
-                                        bool bindConstants) {
+                                        bool bindConstants,
+                                        const llvm::DenseMap<const Value *, std::string> &paramNames) {
   auto outlined = std::make_unique<Function>();
   llvm::DenseMap<const Value *, Value *> map;
+  // A hinted name must not take a name another parameter or a member has.
+  std::set<std::string> taken;
+  for (Value *param : params)
+    if (!paramNames.count(param))
+      taken.insert(param->name);
+  for (Binding *member : members)
+    taken.insert(member->getResult()->name);
   for (Value *param : params) {
     auto copy = std::make_unique<Value>();
     copy->name = param->name;
+    if (auto hint = paramNames.find(param); hint != paramNames.end()) {
+      copy->name = hint->second;
+      for (int suffix = 1; taken.count(copy->name); ++suffix)
+        copy->name = hint->second + "_" + std::to_string(suffix);
+      taken.insert(copy->name);
+    }
     copy->type = param->type;
     map[param] = copy.get();
     outlined->params.push_back(std::move(copy));
@@ -157,8 +171,9 @@ std::string GroupOutliner::makeFunction(const std::vector<Binding *> &members,
   return unique;
 }
 
-GroupOutliner::Result GroupOutliner::outline(const std::vector<Binding *> &members,
-                                             const Attrs &attrs, bool bindConstants) {
+GroupOutliner::Result GroupOutliner::outline(
+    const std::vector<Binding *> &members, const Attrs &attrs, bool bindConstants,
+    const llvm::DenseMap<const Value *, std::string> &paramNames) {
   Result result;
   llvm::DenseSet<const Binding *> memberSet(members.begin(), members.end());
   llvm::DenseSet<const Value *> seen;
@@ -193,7 +208,8 @@ GroupOutliner::Result GroupOutliner::outline(const std::vector<Binding *> &membe
     removed.insert(member);
   if (result.outputs.empty())
     return result;
-  result.function = makeFunction(members, result.params, result.outputs, attrs, bindConstants);
+  result.function =
+      makeFunction(members, result.params, result.outputs, attrs, bindConstants, paramNames);
   auto call = std::make_unique<Binding>();
   call->kind = ExprKind::Call;
   call->callee = result.function;

@@ -39,9 +39,12 @@ public:
   /// Outputs are the members used outside the group, listed in the block's
   /// `output` or returned. `attrs` are added to `primitive = true`.
   /// A dead group's members are removed. Nothing is rewritten until
-  /// `finish`.
+  /// `finish`. `paramNames` names some parameters (a tuple field passed
+  /// for a `get` left at the call site is `<tuple>_<index>`, as TVM
+  /// names it); the others take the name of the value passed.
   Result outline(const std::vector<Binding *> &members, const Attrs &attrs,
-                 bool bindConstants);
+                 bool bindConstants,
+                 const llvm::DenseMap<const Value *, std::string> &paramNames = {});
 
   /// Replaces each outlined group by its call (several outputs: a tuple and
   /// `get`s that keep the members' names), drops constants that only the
@@ -53,7 +56,8 @@ private:
   std::string makeFunction(const std::vector<Binding *> &members,
                            const std::vector<Value *> &params,
                            const std::vector<Value *> &outputs, const Attrs &attrs,
-                           bool bindConstants);
+                           bool bindConstants,
+                           const llvm::DenseMap<const Value *, std::string> &paramNames);
 
   Module &module;
   Function &function;

@@ -44,7 +44,8 @@ public:
   /// names it); the others take the name of the value passed.
   Result outline(const std::vector<Binding *> &members, const Attrs &attrs,
                  bool bindConstants,
-                 const llvm::DenseMap<const Value *, std::string> &paramNames = {});
+                 const llvm::DenseMap<const Value *, std::string> &paramNames =
+                     llvm::DenseMap<const Value *, std::string>());
 
   /// Replaces each outlined group by its call (several outputs: a tuple and
   /// `get`s that keep the members' names), drops constants that only the

@@ -408,16 +408,18 @@ static std::string writeFusionReport(const std::string &path, const FusionReport
   for (const FusionReport::Group &group : report.groups)
     for (const std::string &member : group.members)
       grouped.insert({group.caller, member});
-  std::set<std::string> dead(report.dead.begin(), report.dead.end());
+  std::set<std::pair<std::string, std::string>> dead(report.dead.begin(), report.dead.end());
   root["unfused"] = nlohmann::ordered_json::array();
   nlohmann::ordered_json byFunction = nlohmann::ordered_json::object();
   for (const auto &[function, name] : report.inputBindings)
-    if (!grouped.count({function, name}) && !dead.count(name)) {
+    if (!grouped.count({function, name}) && !dead.count({function, name})) {
       root["unfused"].push_back(name);
       byFunction[function].push_back(name);
     }
   root["unfused_by_function"] = byFunction;
-  root["dead"] = report.dead;
+  root["dead"] = nlohmann::ordered_json::array();
+  for (const auto &[function, name] : report.dead)
+    root["dead"].push_back(name);
   root["decisions"] = nlohmann::ordered_json::array();
   for (const FusionReport::Decision &decision : report.decisions) {
     nlohmann::ordered_json entry;

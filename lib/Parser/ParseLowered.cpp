@@ -39,6 +39,14 @@ bool Parser::parseInt(int64_t &value, llvm::StringRef what) {
   return true;
 }
 
+Parser::MutableExpr Parser::parseBufferElement(llvm::StringRef what) {
+  if (!token.is(Token::LocalName)) {
+    error("expected " + what + ", found " + describeToken());
+    return nullptr;
+  }
+  return parseKPrimary(ExprContext::Value);
+}
+
 bool Parser::parseLoopVar(std::string &name) {
   if (!token.is(Token::BareIdent) || token.spelling.contains('.'))
     return error("expected a loop variable name, found " + describeToken());
@@ -221,9 +229,7 @@ bool Parser::parseStore(LStmt &stmt, bool blockLevel) {
     for (int i = 0; i < 3; ++i) {
       if (i && !expect(Token::Comma, "','"))
         return false;
-      if (!token.is(Token::LocalName))
-        return error("expected a fragment (a local buffer element), found " + describeToken());
-      MutableExpr fragment = parseKPrimary(ExprContext::Value);
+      MutableExpr fragment = parseBufferElement("a fragment (a local buffer element)");
       if (!fragment)
         return false;
       stmt.operands.push_back(fragment);
@@ -244,9 +250,7 @@ bool Parser::parseStore(LStmt &stmt, bool blockLevel) {
     consume();
     if (!expect(Token::LParen, "'(' and the lane's row in shared memory"))
       return false;
-    if (!token.is(Token::LocalName))
-      return error("expected a shared buffer element, found " + describeToken());
-    MutableExpr source = parseKPrimary(ExprContext::Value);
+    MutableExpr source = parseBufferElement("a shared buffer element");
     if (!source)
       return false;
     stmt.value = source;
@@ -259,9 +263,7 @@ bool Parser::parseStore(LStmt &stmt, bool blockLevel) {
     consume();
     if (!expect(Token::LParen, "'(' and the source element"))
       return false;
-    if (!token.is(Token::LocalName))
-      return error("expected the source (a buffer element), found " + describeToken());
-    MutableExpr source = parseKPrimary(ExprContext::Value);
+    MutableExpr source = parseBufferElement("the source (a buffer element)");
     if (!source || !expect(Token::Comma, "',' and the number of elements copied") ||
         !parseInt(stmt.count, "the number of elements copied") ||
         !expect(Token::Comma, "',' and the number read from the source") ||
@@ -287,9 +289,7 @@ bool Parser::parseStore(LStmt &stmt, bool blockLevel) {
     consume();
     if (!expect(Token::LParen, "'('"))
       return false;
-    if (!token.is(Token::LocalName))
-      return error("expected the shuffled local buffer, found " + describeToken());
-    MutableExpr source = parseKPrimary(ExprContext::Value);
+    MutableExpr source = parseBufferElement("the shuffled local buffer");
     if (!source || !expect(Token::Comma, "',' and the lane offset") ||
         !parseInt(stmt.shuffleOffset, "the lane offset") || !expect(Token::RParen, "')'"))
       return false;

@@ -90,6 +90,9 @@ private:
   bool parseLoopVar(std::string &name);
   MutableExpr parseIndexExpr();
   bool parseInt(int64_t &value, llvm::StringRef what);
+  /// A `%buf[indices]` operand of a lowered statement; null after an error
+  /// that names `what` was expected.
+  MutableExpr parseBufferElement(llvm::StringRef what);
 
   MutableExpr parseKExpr(ExprContext context);
   MutableExpr parseKBinary(ExprContext context, int minPrecedence);

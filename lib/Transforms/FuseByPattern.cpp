@@ -204,8 +204,8 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
       logWarning("fuse-by-pattern: dropping the dead match {" + llvm::join(memberNames, ", ") +
                  "} of " + pattern.name + " in @" + function.name + "; run dce first");
       if (context.report)
-        context.report->dead.insert(context.report->dead.end(), memberNames.begin(),
-                                    memberNames.end());
+        for (const std::string &name : memberNames)
+          context.report->dead.push_back({function.name, name});
       continue;
     }
     ++NumComposites;

@@ -153,8 +153,8 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
                  "} in @" + function.name + "; run dce first");
       ++NumDeadGroups;
       if (context.report)
-        context.report->dead.insert(context.report->dead.end(), memberNames.begin(),
-                                    memberNames.end());
+        for (const std::string &name : memberNames)
+          context.report->dead.push_back({function.name, name});
       continue;
     }
     ++NumGroups;

@@ -67,8 +67,9 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   TileOperands operands(*this, contraction, *core, mapping, threads);
   if (!operands.plan(mma))
     return error(entry.loc, "the tiles need " + std::to_string(operands.stageBytes()) +
-                                " bytes of shared memory, over the 49152 a block can declare; "
-                                "use smaller block_m, block_n or block_k");
+                                " bytes of shared memory, over the " +
+                                std::to_string(TileOperands::kSharedLimit) +
+                                " a block can declare; use smaller block_m, block_n or block_k");
   OperandTile (&tiles)[2] = operands.tiles;
   int64_t stages = operands.stages;
   bool copies = operands.copies(), staged = operands.staged();

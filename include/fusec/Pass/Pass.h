@@ -45,7 +45,8 @@ struct FusionReport {
     std::vector<std::pair<std::string, double>> costs;
   };
   std::vector<Group> groups;
-  std::vector<std::string> dead;
+  /// (function, %binding) of the members of groups dropped as dead.
+  std::vector<std::pair<std::string, std::string>> dead;
   std::vector<Decision> decisions;
   /// (function, %binding) of every binding of the input, in order, noted
   /// before the passes run: those no group took are the `unfused` ones.

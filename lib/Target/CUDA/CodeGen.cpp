@@ -474,12 +474,12 @@ void KernelEmitter::emitStmt(const LStmt &stmt) {
   case LStmt::LdMatrix: {
     // One ldmatrix per warp: each lane passes its row's shared address;
     // register m holds the lane's two elements of matrix m.
-    std::string count = std::to_string(stmt.count), outputs;
-    for (int64_t m = 0; m < stmt.count; ++m)
-      outputs += std::string(m ? ", " : "") + "\"=r\"(fc_ldm[" + std::to_string(m) + "])";
-    std::string operands;
-    for (int64_t m = 0; m < stmt.count; ++m)
-      operands += std::string(m ? ", " : "") + "%" + std::to_string(m);
+    std::string count = std::to_string(stmt.count), outputs, operands;
+    for (int64_t m = 0; m < stmt.count; ++m) {
+      std::string separator = m ? ", " : "", at = std::to_string(m);
+      outputs += separator + "\"=r\"(fc_ldm[" + at + "])";
+      operands += separator + "%" + at;
+    }
     line("{");
     ++depth;
     line("unsigned fc_ldm[" + count + "];");

@@ -7,18 +7,22 @@
 //   1. Match the root node against the root binding's value, recursively:
 //      a wildcard binds any value (a name bound twice must see the same
 //      value); an op node needs a binding of the block with one of its op
-//      names, the listed attributes (absent ones take the op's default) and
+//      names, the listed attributes (compared in canonical form: absent
+//      ones take the op's default, negative axes count from the end) and
 //      matching operands (`...` lets more follow; a wildcard matches a literal
 //      operand too, with no value); `add` and `multiply`
 //      also try their operands swapped; a `get` node needs a `get` with the
 //      same index of a matching tuple; a literal node needs an equal
 //      literal operand. A failed branch restores the bindings it made.
 //   2. The members are the bindings of op and `get` nodes, in block order.
-//   3. Constraints are checked in order; a check that cannot be decided
-//      (a symbolic dim compared with a number) fails.
+//   3. Constraints are checked in order, in three-valued logic: a check
+//      that cannot be decided (a symbolic dim compared with a number) is
+//      unknown, `not` of unknown is unknown, and only a check that holds
+//      passes.
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/Analysis/Analysis.h"
+#include "fusec/IR/Ops.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -40,28 +44,6 @@ UseMap fusec::collectUses(const Function &function) {
     if (!operand.isLiteral())
       uses[operand.value].push_back(nullptr);
   return uses;
-}
-
-/// The value an op attribute has when a binding does not write it (TVM
-/// Relax's defaults, spec §4), for the attributes patterns usually list.
-static std::optional<Attr> defaultAttr(llvm::StringRef name) {
-  auto ints = [](std::vector<int64_t> values) {
-    std::vector<Attr> items;
-    for (int64_t v : values)
-      items.push_back(Attr::makeInt(v));
-    return Attr::makeList(std::move(items));
-  };
-  if (name == "keepdims" || name == "ceil_mode")
-    return Attr::makeBool(false);
-  if (name == "strides" || name == "dilation")
-    return ints({1, 1});
-  if (name == "padding")
-    return ints({0, 0, 0, 0});
-  if (name == "groups")
-    return Attr::makeInt(1);
-  if (name == "epsilon")
-    return Attr::makeFloat(1e-5);
-  return std::nullopt;
 }
 
 /// Attribute equality up to spelling: `2` and `[2, 2]` stay distinct, but
@@ -119,11 +101,12 @@ public:
     if (binding->kind != ExprKind::Op || !llvm::is_contained(node.opNames, binding->callee))
       return false;
     for (const Attrs::Entry &entry : node.attrs.getEntries()) {
-      const Attr *actual = binding->attrs.get(entry.name);
-      std::optional<Attr> fallback = actual ? std::nullopt : defaultAttr(entry.name);
-      if (!actual && !fallback)
-        return false;
-      if (!sameAttr(actual ? *actual : *fallback, entry.value))
+      // Both sides in the op's canonical form for this binding (defaults,
+      // negative axes, window attributes written in full).
+      std::optional<Attr> actual =
+          canonicalOpAttr(*binding, entry.name, binding->attrs.get(entry.name));
+      std::optional<Attr> wanted = canonicalOpAttr(*binding, entry.name, &entry.value);
+      if (!actual || !wanted || !sameAttr(*actual, *wanted))
         return false;
     }
     size_t fixed = node.operands.size(), actual = binding->operands.size();
@@ -257,45 +240,58 @@ static TermValue evaluateTerm(const PatternTerm &term, const PatternMatch &match
   return result;
 }
 
-static bool compareTerms(const TermValue &a, const TermValue &b,
-                         PatternConstraint::Comparison comparison) {
+namespace {
+/// A check's outcome. A comparison involving a symbolic dim can be
+/// undecidable; `not` of an undecidable check is undecidable too, so that
+/// `not(shape(%x)[0] == 1)` does not accept a dim that may be 1 at run time.
+enum class Truth { False, True, Unknown };
+} // namespace
+
+static Truth truthOf(bool value) { return value ? Truth::True : Truth::False; }
+
+static Truth compareTerms(const TermValue &a, const TermValue &b,
+                          PatternConstraint::Comparison comparison) {
   if (!a.known || !b.known)
-    return false;
+    return Truth::Unknown;
   if (a.isDType) {
     bool equal = a.dtype == b.dtype;
-    return comparison == PatternConstraint::Eq ? equal : !equal;
+    return truthOf(comparison == PatternConstraint::Eq ? equal : !equal);
   }
   if (a.dim.isSymbolic() || b.dim.isSymbolic()) {
     // Two symbolic dims are equal only by name; nothing else is decidable.
-    bool sameSymbol = a.dim == b.dim;
-    if (comparison == PatternConstraint::Eq || comparison == PatternConstraint::Le ||
-        comparison == PatternConstraint::Ge)
-      return sameSymbol;
-    return false;
+    if (!(a.dim == b.dim))
+      return Truth::Unknown;
+    return truthOf(comparison == PatternConstraint::Eq || comparison == PatternConstraint::Le ||
+                   comparison == PatternConstraint::Ge);
   }
   int64_t x = a.dim.size, y = b.dim.size;
   switch (comparison) {
-  case PatternConstraint::Eq: return x == y;
-  case PatternConstraint::Ne: return x != y;
-  case PatternConstraint::Lt: return x < y;
-  case PatternConstraint::Le: return x <= y;
-  case PatternConstraint::Gt: return x > y;
-  case PatternConstraint::Ge: return x >= y;
+  case PatternConstraint::Eq: return truthOf(x == y);
+  case PatternConstraint::Ne: return truthOf(x != y);
+  case PatternConstraint::Lt: return truthOf(x < y);
+  case PatternConstraint::Le: return truthOf(x <= y);
+  case PatternConstraint::Gt: return truthOf(x > y);
+  case PatternConstraint::Ge: return truthOf(x >= y);
   }
-  return false;
+  return Truth::Unknown;
 }
 
-/// Whether `constraint` holds; `why` explains a failure.
-static bool holds(const DataflowPattern &pattern, const PatternConstraint &constraint,
-                  const PatternMatch &match, const UseMap &uses, std::string &why) {
+/// Whether `constraint` holds; `why` explains an outcome other than True.
+static Truth holds(const DataflowPattern &pattern, const PatternConstraint &constraint,
+                   const PatternMatch &match, const UseMap &uses, std::string &why) {
   switch (constraint.kind) {
   case PatternConstraint::Not: {
-    std::string inner;
-    if (holds(pattern, constraint.negated.front(), match, uses, inner)) {
-      why = constraint.negated.front().text + " holds";
-      return false;
+    const PatternConstraint &negated = constraint.negated.front();
+    switch (holds(pattern, negated, match, uses, why)) {
+    case Truth::True:
+      why = negated.text + " holds";
+      return Truth::False;
+    case Truth::False:
+      return Truth::True;
+    case Truth::Unknown:
+      return Truth::Unknown; // `why` already says what cannot be decided
     }
-    return true;
+    return Truth::Unknown;
   }
   case PatternConstraint::IsConstant: {
     const Value *value = match.values[constraint.node];
@@ -304,47 +300,54 @@ static bool holds(const DataflowPattern &pattern, const PatternConstraint &const
                     (!value && match.literals[constraint.node]);
     if (!constant)
       why = (value ? "%" + value->name : std::string("the value")) + " is not a constant";
-    return constant;
+    return truthOf(constant);
   }
   case PatternConstraint::SingleUse: {
     const Value *value = match.values[constraint.node];
     auto found = value ? uses.find(value) : uses.end();
     if (found == uses.end())
-      return true;
+      return Truth::True;
     for (const Binding *user : found->second) {
       if (user && llvm::is_contained(match.members, user))
         continue;
       why = "%" + value->name + (user ? " is also used by %" + user->getResult()->name
                                       : std::string(" is also an output of its block or function"));
-      return false;
+      return Truth::False;
     }
-    return true;
+    return Truth::True;
   }
   case PatternConstraint::Compare:
   case PatternConstraint::In: {
     TermValue lhs = evaluateTerm(constraint.lhs, match);
-    for (const PatternTerm &term : constraint.rhs)
-      if (compareTerms(lhs, evaluateTerm(term, match),
-                       constraint.kind == PatternConstraint::In ? PatternConstraint::Eq
-                                                                : constraint.comparison))
-        return true;
+    Truth result = Truth::False;
+    for (const PatternTerm &term : constraint.rhs) {
+      Truth one = compareTerms(lhs, evaluateTerm(term, match),
+                               constraint.kind == PatternConstraint::In ? PatternConstraint::Eq
+                                                                        : constraint.comparison);
+      if (one == Truth::True)
+        return Truth::True;
+      if (one == Truth::Unknown)
+        result = Truth::Unknown;
+    }
     auto describe = [](const TermValue &v) -> std::string {
       if (!v.known)
         return "undefined";
       return v.isDType ? dtypeName(v.dtype).str() : v.dim.str();
     };
     why = "it is " + describe(lhs);
-    return false;
+    if (result == Truth::Unknown)
+      why += ", which cannot be decided";
+    return result;
   }
   }
-  return false;
+  return Truth::Unknown;
 }
 
 std::string fusec::checkPatternConstraints(const DataflowPattern &pattern,
                                            const PatternMatch &match, const UseMap &uses) {
   for (const PatternConstraint &constraint : pattern.constraints) {
     std::string why;
-    if (!holds(pattern, constraint, match, uses, why))
+    if (holds(pattern, constraint, match, uses, why) != Truth::True)
       return constraint.text + " failed: " + why;
   }
   return "";

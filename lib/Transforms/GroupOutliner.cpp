@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "GroupOutliner.h"
+#include "fusec/IR/Ops.h"
 #include "fusec/Printer/Printer.h"
 
 #include <set>
@@ -149,6 +150,16 @@ std::string GroupOutliner::makeFunction(const std::vector<Binding *> &members,
   });
   for (size_t k = 0; k < names.size(); ++k)
     names[k].first->name = "v" + std::to_string(k);
+  // Attributes in canonical form too: `sum {axis = [1]}` and `sum {axis =
+  // [1], keepdims = false}` are one computation (TVM's attributes always
+  // hold every field, so its structural equality sees them equal).
+  std::vector<std::pair<Binding *, Attrs>> writtenAttrs;
+  outlined->forEachBinding([&](Binding &binding) {
+    if (binding.kind != ExprKind::Op)
+      return;
+    writtenAttrs.push_back({&binding, binding.attrs});
+    binding.attrs = canonicalOpAttrs(binding);
+  });
   outlined->name = "_";
   std::string text;
   {
@@ -159,6 +170,8 @@ std::string GroupOutliner::makeFunction(const std::vector<Binding *> &members,
   }
   for (auto &[value, original] : names)
     value->name = original;
+  for (auto &[binding, attrs] : writtenAttrs)
+    binding->attrs = std::move(attrs);
   auto existing = table.find(text);
   if (existing != table.end())
     return existing->second;
@@ -213,6 +226,9 @@ GroupOutliner::Result GroupOutliner::outline(
   auto call = std::make_unique<Binding>();
   call->kind = ExprKind::Call;
   call->callee = result.function;
+  // Diagnostics about the call (a cycle, a later pass) point at the group's
+  // last member, where the call stands.
+  call->loc = members.back()->loc;
   for (Value *param : result.params)
     call->operands.push_back(Operand::of(param));
   std::vector<std::unique_ptr<Binding>> replacement;
@@ -241,6 +257,7 @@ GroupOutliner::Result GroupOutliner::outline(
       get->kind = ExprKind::Get;
       get->operands.push_back(Operand::of(callValue));
       get->tupleIndex = int64_t(k);
+      get->loc = outputs[k]->definingBinding->loc;
       get->result = std::move(outputs[k]->definingBinding->result);
       get->result->definingBinding = get.get();
       replacement.push_back(std::move(get));

@@ -169,6 +169,25 @@ std::string suggestOpName(llvm::StringRef name);
 /// to report.
 void normalizeOpAttrs(Binding &binding);
 
+/// The value attribute `name` of an op binding has in canonical form, given
+/// `value` as written (null: absent), or std::nullopt where an absent
+/// attribute has no single value (`take`'s axis, `squeeze`'s). Fills TVM
+/// Relax's defaults (`keepdims = false`, `strides = [1, 1]`, a reduction's
+/// axes all, `permute_dims` the reverse, `out_dtype` the result's), counts
+/// negative axes from the end, and writes window attributes in full
+/// (`padding = 1` is [1, 1, 1, 1]). Two spellings of one computation have
+/// one canonical form: pattern matching and function sharing compare these.
+std::optional<Attr> canonicalOpAttr(const Binding &binding, llvm::StringRef name,
+                                    const Attr *value);
+/// Every attribute of an op binding in canonical form.
+Attrs canonicalOpAttrs(const Binding &binding);
+
+/// A window op's `padding` as [top, left, bottom, right] (from 1, 2 or 4
+/// values), and a two-value attribute (strides, dilation, pool_size) from
+/// 1 or 2 values; `defaultValue` for both when absent.
+std::vector<int64_t> windowPaddingAttr(const Attr *value);
+std::vector<int64_t> windowPairAttr(const Attr *value, int64_t defaultValue);
+
 /// Infers the result type of an op binding (operands already typed).
 /// Validates operand count, literal use, dtypes and attributes.
 std::optional<Type> inferOpType(const Binding &binding, DiagEngine &diag);

@@ -53,7 +53,7 @@ static std::optional<Type> inferMatmul(InferContext &ctx) {
 /// The `padding` attribute as [top, left, bottom, right] (from 1, 2 or 4
 /// values), and the two values of `name` (from 1 or 2). Inference checks
 /// the counts; legalization reads the same normalized values.
-static std::vector<int64_t> paddingAttr(const Attr *value) {
+std::vector<int64_t> fusec::windowPaddingAttr(const Attr *value) {
   std::vector<int64_t> padding = intListAttr(value, 4, {0, 0, 0, 0});
   if (padding.size() == 1)
     padding.assign(4, padding[0]);
@@ -62,7 +62,7 @@ static std::vector<int64_t> paddingAttr(const Attr *value) {
   return padding;
 }
 
-static std::vector<int64_t> pairAttr(const Attr *value, int64_t defaultValue) {
+std::vector<int64_t> fusec::windowPairAttr(const Attr *value, int64_t defaultValue) {
   std::vector<int64_t> values = intListAttr(value, 2, {defaultValue, defaultValue});
   if (values.size() == 1)
     values.assign(2, values[0]);
@@ -71,7 +71,7 @@ static std::vector<int64_t> pairAttr(const Attr *value, int64_t defaultValue) {
 
 /// [top, left, bottom, right]; empty after an error.
 static std::vector<int64_t> paddingOf(InferContext &ctx) {
-  std::vector<int64_t> padding = paddingAttr(ctx.attr("padding"));
+  std::vector<int64_t> padding = windowPaddingAttr(ctx.attr("padding"));
   if (padding.size() != 4) {
     ctx.errorAtAttr("padding", "padding takes 1, 2 or 4 values");
     return {};
@@ -88,7 +88,7 @@ static std::vector<int64_t> paddingOf(InferContext &ctx) {
 static std::optional<std::vector<int64_t>> pairOf(InferContext &ctx,
                                                   llvm::StringRef name,
                                                   int64_t defaultValue) {
-  std::vector<int64_t> values = pairAttr(ctx.attr(name), defaultValue);
+  std::vector<int64_t> values = windowPairAttr(ctx.attr(name), defaultValue);
   if (values.size() != 2)
     return ctx.errorAtAttr(name, name + " takes 1 or 2 values");
   if (values[0] <= 0 || values[1] <= 0)
@@ -315,8 +315,8 @@ static void legalizeConv2d(KernelBuilder &b) {
                             KExpr::intConst(out[1].size / groups)),
               weights[1].size),
         c);
-  WindowRead read = windowRead(b, outVars, channel, pairAttr(b.attr("strides"), 1),
-                               pairAttr(b.attr("dilation"), 1), paddingAttr(b.attr("padding")), false);
+  WindowRead read = windowRead(b, outVars, channel, windowPairAttr(b.attr("strides"), 1),
+                               windowPairAttr(b.attr("dilation"), 1), windowPaddingAttr(b.attr("padding")), false);
   DType dtype = b.resultType.getDType(), acc = computeDType(dtype);
   KExprPtr x = castTo(b.load(0, read.indices), acc);
   if (read.inBounds)
@@ -328,12 +328,12 @@ static void legalizeConv2d(KernelBuilder &b) {
 }
 
 static void legalizePool2d(KernelBuilder &b) {
-  std::vector<int64_t> poolSize = pairAttr(b.attr("pool_size"), 1);
+  std::vector<int64_t> poolSize = windowPairAttr(b.attr("pool_size"), 1);
   bool ceilMode = b.attr("ceil_mode") && b.attr("ceil_mode")->boolValue;
   auto vars = KernelBuilder::varNames("i", 4);
   std::vector<KExprPtr> outVars = KernelBuilder::vars(vars);
-  WindowRead read = windowRead(b, outVars, outVars[1], pairAttr(b.attr("strides"), 1),
-                               pairAttr(b.attr("dilation"), 1), paddingAttr(b.attr("padding")), ceilMode);
+  WindowRead read = windowRead(b, outVars, outVars[1], windowPairAttr(b.attr("strides"), 1),
+                               windowPairAttr(b.attr("dilation"), 1), windowPaddingAttr(b.attr("padding")), ceilMode);
   DType dtype = b.resultType.getDType(), acc = computeDType(dtype);
   std::vector<std::pair<std::string, Dim>> window = {
       {KernelBuilder::freshName("rh"), Dim::of(poolSize[0])},

@@ -209,6 +209,95 @@ void fusec::normalizeOpAttrs(Binding &binding) {
   }
 }
 
+static Attr intListOf(const std::vector<int64_t> &values) {
+  std::vector<Attr> items;
+  for (int64_t v : values)
+    items.push_back(Attr::makeInt(v));
+  return Attr::makeList(std::move(items));
+}
+
+std::optional<Attr> fusec::canonicalOpAttr(const Binding &binding, llvm::StringRef name,
+                                           const Attr *value) {
+  auto asWritten = [&]() -> std::optional<Attr> {
+    return value ? std::optional<Attr>(*value) : std::nullopt;
+  };
+  const OpInfo *info = binding.kind == ExprKind::Op ? lookupOp(binding.callee) : nullptr;
+  const AttrSpec *spec = nullptr;
+  if (info)
+    for (const AttrSpec &candidate : info->attrs)
+      if (name == candidate.name)
+        spec = &candidate;
+  if (!spec || (value && !checkSchema(*value, spec->schema).empty()))
+    return asWritten();
+  llvm::StringRef op = binding.callee;
+  auto rankOf = [](const Value *v) -> int64_t {
+    return v && v->type.isTensor() ? v->type.getRank() : 0;
+  };
+  const Value *operand =
+      binding.operands.empty() || binding.operands[0].isLiteral() ? nullptr : binding.operands[0].value;
+  bool window = op == "nn.conv2d" || op == "nn.max_pool2d" || op == "nn.avg_pool2d";
+  switch (spec->schema) {
+  case AttrSchema::Axes: {
+    int64_t rank = op == "expand_dims" ? (binding.result ? rankOf(binding.getResult()) : 0)
+                                       : rankOf(operand);
+    std::vector<int64_t> axes;
+    if (value) {
+      axes = intListAttr(value, 1, {});
+    } else if (op == "permute_dims") {
+      for (int64_t axis = rank - 1; axis >= 0; --axis)
+        axes.push_back(axis);
+    } else if (op == "sum" || op == "mean" || op == "max" || op == "min" || op == "prod") {
+      for (int64_t axis = 0; axis < rank; ++axis)
+        axes.push_back(axis);
+    } else if (op == "nn.softmax" || op == "nn.log_softmax" || op == "nn.rms_norm") {
+      axes.push_back(rank - 1);
+    } else if (op == "concat" || op == "split") {
+      axes.push_back(0);
+    } else {
+      return std::nullopt;
+    }
+    for (int64_t &axis : axes)
+      if (axis < 0 && axis >= -rank)
+        axis += rank;
+    return intListOf(axes);
+  }
+  case AttrSchema::IntOrList:
+    if (window && name == "padding")
+      return intListOf(windowPaddingAttr(value));
+    if (window)
+      return intListOf(windowPairAttr(value, 1));
+    if (op == "strided_slice" && value)
+      return intListOf(intListAttr(value, 1, {}));
+    return asWritten();
+  case AttrSchema::Bool:
+    return value ? *value : Attr::makeBool(false);
+  case AttrSchema::Int:
+    return value ? *value : name == "groups" ? std::optional<Attr>(Attr::makeInt(1)) : std::nullopt;
+  case AttrSchema::Float:
+    return value ? *value : name == "epsilon" ? std::optional<Attr>(Attr::makeFloat(1e-5)) : std::nullopt;
+  case AttrSchema::DTypeName:
+    if (!value && name == "out_dtype" && binding.result && binding.getType().isTensor())
+      return Attr::makeString(dtypeName(binding.getType().getDType()).str());
+    return asWritten();
+  default:
+    return asWritten();
+  }
+}
+
+Attrs fusec::canonicalOpAttrs(const Binding &binding) {
+  Attrs canonical;
+  const OpInfo *info = binding.kind == ExprKind::Op ? lookupOp(binding.callee) : nullptr;
+  // In the op's attribute order, so that spelling order does not matter.
+  if (info)
+    for (const AttrSpec &spec : info->attrs)
+      if (std::optional<Attr> value = canonicalOpAttr(binding, spec.name, binding.attrs.get(spec.name)))
+        canonical.set(spec.name, *value);
+  for (const Attrs::Entry &entry : binding.attrs.getEntries())
+    if (!canonical.get(entry.name))
+      canonical.set(entry.name, entry.value);
+  return canonical;
+}
+
 std::optional<Type> fusec::inferOpType(const Binding &binding,
                                        DiagEngine &diag) {
   const OpInfo *info = lookupOp(binding.callee);

@@ -340,13 +340,29 @@ private:
     const LaunchPlan::Slot &aInfo = plan.slots[aSlot], &bInfo = plan.slots[bSlot];
     if (aInfo.dims.size() != 2 || bInfo.dims.size() != 2 || (bias && plan.slots[biasSlot].dims.size() != 1))
       return fail(where + ": cuBLASLt runs 2-D matmuls with a 1-D bias");
+    // A user's pattern may name any chain `cublaslt.*`: what the library
+    // call computes must be what the composite's body computes, or the GPU
+    // result would differ from the interpreter's silently.
+    DType dtype = aInfo.dtype;
+    if (dtype != DType::f16 && dtype != DType::bf16 && dtype != DType::f32)
+      return fail(where + ": cuBLASLt runs f16, bf16 and f32 matmuls, not " + dtypeName(dtype).str());
+    if (bInfo.dtype != dtype || (bias && plan.slots[biasSlot].dtype != dtype) ||
+        node->getType().getDType() != dtype || root->type.getDType() != dtype)
+      return fail(where + ": cuBLASLt's operands, bias and result must all be " +
+                  dtypeName(dtype).str() + " (no out_dtype, no mixed dtypes)");
+    int64_t n = transposeB ? bInfo.dims[0] : bInfo.dims[1];
+    if (bias && plan.slots[biasSlot].dims[0] != n)
+      return fail(where + ": the bias must have one element per output column");
+    if (!(node->getType() == root->type))
+      return fail(where + ": the epilogue must keep the matmul's shape (a bias that broadcasts "
+                          "the result is not cuBLASLt's)");
     LaunchPlan::Step step;
     step.kind = fusec_rt::StepDesc::Library;
     step.entry = bias ? fusec_rt::MatmulCall::Bias + activation : activation;
     step.threads = transposeB ? 1 : 0;
     step.kernel = composite->attrs.get("composite") ? composite->attrs.get("composite")->text
                                                     : composite->name;
-    int64_t m = aInfo.dims[0], k = aInfo.dims[1], n = transposeB ? bInfo.dims[0] : bInfo.dims[1];
+    int64_t m = aInfo.dims[0], k = aInfo.dims[1];
     // Slot dims (>= 0 static, -1 - d model dim d) to step dims (the reverse).
     for (int64_t dim : {m, n, k})
       step.dims.push_back(-1 - dim);

@@ -1,0 +1,4 @@
+pattern @t.exp_add {
+  %a = exp(%x)
+  %b = add(%a, %y)
+}

@@ -239,8 +239,12 @@ int64_t Partitioner::countFusedNodesWithNewChild(int child, int dominator) {
 int64_t Partitioner::countArgsAfterFusing(int src, int sink) {
   llvm::DenseSet<int> path;
   collectPath(src, sink, path);
-  int target = findRoot(sink);
-  auto inGroup = [&](int node) { return path.count(node) || findRoot(node) == target; };
+  // commitFuse merges the group of every node on the path into the sink's,
+  // so members fused earlier into a path node's group count as inside.
+  llvm::DenseSet<int> mergedRoots = {findRoot(sink)};
+  for (int node : path)
+    mergedRoots.insert(findRoot(node));
+  auto inGroup = [&](int node) { return path.count(node) || mergedRoots.count(findRoot(node)); };
   llvm::DenseSet<int> inputs;
   int64_t outputs = 0;
   for (int node = 0; node < int(graph.nodes.size()); ++node) {

@@ -210,7 +210,7 @@ static int binaryPrecedence(Token::Kind kind, KExpr::Kind &op) {
 }
 
 Parser::MutableExpr Parser::parseKExpr(ExprContext context) {
-  if (!enterNesting())
+  if (!enterNesting(kMaxExprNestingDepth))
     return nullptr;
   MutableExpr result = parseKBinary(context, 1);
   --nestingDepth;

@@ -29,11 +29,10 @@ using fusec::detail::Parser;
 // Types
 //===----------------------------------------------------------------------===//
 
-bool Parser::enterNesting() {
-  if (nestingDepth < kMaxNestingDepth)
+bool Parser::enterNesting(unsigned limit) {
+  if (nestingDepth < limit)
     return ++nestingDepth, true;
-  return error("nesting is deeper than " + std::to_string(kMaxNestingDepth) +
-               " levels");
+  return error("nesting is deeper than " + std::to_string(limit) + " levels");
 }
 
 bool Parser::parseCommaList(Token::Kind close, llvm::StringRef closeText,

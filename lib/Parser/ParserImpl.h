@@ -126,11 +126,15 @@ private:
   DiagEngine &diag;
   std::string sourceDirectory;
   bool hasErrored = false;
-  /// Nesting of tuple types and attribute lists, bounded so that deeply
-  /// nested input is an error, not a stack overflow.
+  /// Nesting of tuple types, attribute lists, statement blocks and kernel
+  /// expressions, bounded so that deeply nested input is an error, not a
+  /// stack overflow. Expressions get a deeper bound: `lower` inlines a fused
+  /// chain into one expression, one level per op (257 for the default
+  /// max-fused-ops = 256), and its dump must parse back.
   unsigned nestingDepth = 0;
   static constexpr unsigned kMaxNestingDepth = 64;
-  bool enterNesting();
+  static constexpr unsigned kMaxExprNestingDepth = 1024;
+  bool enterNesting(unsigned limit = kMaxNestingDepth);
 
   // Per-function scope: every name defined so far (names are unique across
   // blocks), the ones visible here, and block-local ones that were hidden.

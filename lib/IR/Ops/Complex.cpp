@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "fusec/IR/Ops.h"
 
+#include <limits>
+
 using namespace fusec;
 
 static std::optional<Type> inferMatmul(InferContext &ctx) {
@@ -77,8 +79,9 @@ static std::vector<int64_t> paddingOf(InferContext &ctx) {
     return {};
   }
   for (int64_t pad : padding)
-    if (pad < 0) {
-      ctx.errorAtAttr("padding", "padding must be non-negative");
+    if (pad < 0 || pad > kMaxDimSize) {
+      ctx.errorAtAttr("padding", pad < 0 ? "padding must be non-negative"
+                                         : "padding must be at most 2^40, as a dimension");
       return {};
     }
   return padding;
@@ -93,6 +96,8 @@ static std::optional<std::vector<int64_t>> pairOf(InferContext &ctx,
     return ctx.errorAtAttr(name, name + " takes 1 or 2 values");
   if (values[0] <= 0 || values[1] <= 0)
     return ctx.errorAtAttr(name, name + " must be positive");
+  if (values[0] > kMaxDimSize || values[1] > kMaxDimSize)
+    return ctx.errorAtAttr(name, name + " must be at most 2^40, as a dimension");
   return values;
 }
 
@@ -102,7 +107,9 @@ static std::optional<Dim> windowOutput(InferContext &ctx, const Dim &in,
                                        int64_t dilation, int64_t padBegin,
                                        int64_t padEnd, bool ceilMode,
                                        const char *axisName) {
-  int64_t reach = dilation * (kernel - 1) + 1;
+  // Every factor is at most 2^40 (a dim, or a checked attribute): in 128
+  // bits nothing overflows.
+  __int128 reach = __int128(dilation) * (kernel - 1) + 1;
   if (in.isSymbolic()) {
     if (stride == 1 && padBegin + padEnd == reach - 1)
       return in;
@@ -111,15 +118,20 @@ static std::optional<Dim> windowOutput(InferContext &ctx, const Dim &in,
                      "' is not expressible; only size-preserving windows are "
                      "supported on symbolic dims");
   }
-  int64_t span = in.size + padBegin + padEnd - reach;
+  __int128 padded = __int128(in.size) + padBegin + padEnd;
+  __int128 span = padded - reach;
   if (span < 0)
-    return ctx.error(std::string("the window (") + std::to_string(reach) +
+    return ctx.error(std::string("the window (") +
+                     (reach > std::numeric_limits<int64_t>::max() ? std::string("above 2^63")
+                                                        : std::to_string(int64_t(reach))) +
                      ") is larger than the padded " + axisName + " (" +
-                     std::to_string(in.size + padBegin + padEnd) + ")");
+                     std::to_string(int64_t(padded)) + ")");
   // TVM Relax's rule (InferStructInfoPool2D): ceil mode rounds up, and a
   // last window that starts in the padding is kept.
-  int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
-  return Dim::of(out);
+  __int128 out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
+  if (out > kMaxDimSize)
+    return ctx.error(std::string("the ") + axisName + " output size exceeds 2^40");
+  return Dim::of(int64_t(out));
 }
 
 static std::optional<Type> inferConv2d(InferContext &ctx) {

@@ -241,6 +241,12 @@ static std::optional<Type> inferSplit(InferContext &ctx) {
     if (spec.intValue <= 0)
       return ctx.errorAtAttr("indices_or_sections",
                              "split needs a positive number of sections");
+    // Each section is a tuple field: bound their number before building them.
+    constexpr int64_t kMaxSections = 65536;
+    if (spec.intValue > kMaxSections)
+      return ctx.errorAtAttr("indices_or_sections",
+                             "split into more than " + std::to_string(kMaxSections) +
+                                 " sections");
     if (spec.intValue == 1) {
       std::vector<Type> fields{input};
       return Type::tuple(fields);
@@ -285,14 +291,15 @@ static int64_t sliceLength(int64_t length, int64_t begin, int64_t end,
       index = index < -length ? low : index + length;
     return std::clamp(index, low, high);
   };
-  if (stride > 0) {
-    int64_t start = clampIndex(begin, 0, length);
-    int64_t stop = clampIndex(end, 0, length);
-    return stop > start ? (stop - start + stride - 1) / stride : 0;
-  }
-  int64_t start = clampIndex(begin, -1, length - 1);
-  int64_t stop = clampIndex(end, -1, length - 1);
-  return start > stop ? (start - stop + (-stride) - 1) / (-stride) : 0;
+  // ceil(distance / |stride|) as (distance - 1) / |stride| + 1, in 128 bits:
+  // any int64 stride is valid and must not overflow.
+  auto steps = [](int64_t distance, int64_t stride) -> int64_t {
+    __int128 magnitude = stride > 0 ? __int128(stride) : -__int128(stride);
+    return distance > 0 ? int64_t((__int128(distance) - 1) / magnitude + 1) : 0;
+  };
+  if (stride > 0)
+    return steps(clampIndex(end, 0, length) - clampIndex(begin, 0, length), stride);
+  return steps(clampIndex(begin, -1, length - 1) - clampIndex(end, -1, length - 1), stride);
 }
 
 static std::optional<Type> inferStridedSlice(InferContext &ctx) {

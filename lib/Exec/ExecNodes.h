@@ -298,7 +298,7 @@ inline double applyUnary(Op op, double x) {
   case Op::Round: return std::nearbyint(x); // half to even, as NumPy
   case Op::Negative: return -x;
   case Op::Abs: return std::fabs(x);
-  case Op::Sign: return x > 0 ? 1 : x < 0 ? -1 : x;
+  case Op::Sign: return x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0.0 : x; // +0 for -0, as NumPy; NaN stays
   case Op::Relu: return x > 0 ? x : (std::isnan(x) ? x : 0.0);
   case Op::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
   case Op::GeluTanh:

@@ -225,7 +225,7 @@ static std::optional<Type> inferAdaptivePool2d(InferContext &ctx) {
 // (the FMA shape the analysis calls out_ewise_fusable); padding is a
 // bounds predicate inside the body rather than a padded copy. Pools reduce
 // a window; average pools divide by the number of in-bounds elements
-// (TVM's count_include_pad = false).
+// (TVM's count_include_pad = false), at least 1.
 //===----------------------------------------------------------------------===//
 
 static KExprPtr dimValue(const Dim &dim) {
@@ -365,7 +365,9 @@ static void legalizePool2d(KernelBuilder &b) {
     b.addReduction("count", vars, "add", window, 0.0, acc,
                    KExpr::select(read.inBounds, KExpr::literal(1, acc),
                                  KExpr::literal(0, acc)));
-    count = b.loadBuffer("count", outVars);
+    // A window entirely in the padding has no element: TVM divides by at
+    // least 1 there, so its average is 0 (not 0/0, nor an integer trap).
+    count = KExpr::call("maximum", {b.loadBuffer("count", outVars), KExpr::literal(1, acc)}, acc);
   }
   b.addReduction("sum", vars, "add", window, 0.0, acc, x);
   b.addStage(b.outputName(0), vars,

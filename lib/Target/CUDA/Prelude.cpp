@@ -73,7 +73,7 @@ __device__ __forceinline__ float fc_ceil(float x) { return ceilf(x); }
 __device__ __forceinline__ float fc_round(float x) { return rintf(x); }
 __device__ __forceinline__ float fc_negative(float x) { return -x; }
 __device__ __forceinline__ float fc_abs(float x) { return fabsf(x); }
-__device__ __forceinline__ float fc_sign(float x) { return x > 0 ? 1.0f : (x < 0 ? -1.0f : x); }
+__device__ __forceinline__ float fc_sign(float x) { return x > 0 ? 1.0f : (x < 0 ? -1.0f : (x == 0 ? 0.0f : x)); }
 __device__ __forceinline__ float fc_relu(float x) { return x > 0 ? x : (isnan(x) ? x : 0.0f); }
 __device__ __forceinline__ float fc_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 __device__ __forceinline__ float fc_gelu_tanh(float x) {

@@ -84,6 +84,38 @@ private:
 };
 } // namespace
 
+/// The parameter order TVM's FunctionCreator gives a group (block order of
+/// its bindings, `get`s included): a value from outside joins at its first
+/// use, and a tuple from outside joins at its first `get`, expanded into
+/// the fields its `get`s read, in the order of those gets.
+static std::vector<const Value *>
+tvmParamOrder(const std::vector<Binding *> &members,
+              const llvm::DenseSet<const Binding *> &memberSet) {
+  std::vector<std::vector<const Value *>> slots;
+  llvm::DenseMap<const Value *, size_t> tupleSlot;
+  llvm::DenseSet<const Value *> seen;
+  for (const Binding *member : members) {
+    if (member->kind == ExprKind::Get &&
+        !memberSet.count(member->operands.front().value->definingBinding)) {
+      const Value *tuple = member->operands.front().value;
+      auto [it, inserted] = tupleSlot.try_emplace(tuple, slots.size());
+      if (inserted)
+        slots.emplace_back();
+      slots[it->second].push_back(member->getResult());
+      seen.insert(member->getResult());
+      continue;
+    }
+    for (const Operand &operand : member->operands)
+      if (!operand.isLiteral() && !memberSet.count(operand.value->definingBinding) &&
+          seen.insert(operand.value).second)
+        slots.push_back({operand.value});
+  }
+  std::vector<const Value *> order;
+  for (const auto &slot : slots)
+    order.insert(order.end(), slot.begin(), slot.end());
+  return order;
+}
+
 void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block,
                         PassContext &context) {
   FusionGraph graph = buildFusionGraph(module, block);
@@ -126,6 +158,7 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
     // The function's parameter for a field is `<tuple>_<index>` (TVM's
     // FunctionCreator names it so).
     llvm::DenseMap<const Value *, std::string> fieldNames;
+    std::vector<const Value *> paramOrder = tvmParamOrder(members, memberSet);
     llvm::erase_if(members, [&](Binding *member) {
       bool readsOutsideTuple =
           member->kind == ExprKind::Get &&
@@ -147,7 +180,8 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
     std::vector<std::string> memberNames;
     for (Binding *member : members)
       memberNames.push_back("%" + member->getResult()->name);
-    GroupOutliner::Result outlined = outliner.outline(members, Attrs(), false, fieldNames);
+    GroupOutliner::Result outlined =
+        outliner.outline(members, Attrs(), false, fieldNames, &paramOrder);
     if (outlined.function.empty()) {
       logWarning("fuse-ops: dropping the dead group {" + llvm::join(memberNames, ", ") +
                  "} in @" + function.name + "; run dce first");

@@ -8,12 +8,12 @@
 //   2. The function: one dataflow block of the copied members returning the
 //      outputs (a tuple for several). Its text with v0, v1, ... for names is the
 //      sharing key, so that groups equal up to renaming share one function.
-//   3. The call replaces the last member; outputs keep their Value objects,
+//   3. The call stands for the group; outputs keep their Value objects,
 //      so every later use stays valid.
-// Then, per block: replacements applied, orphaned constants dropped, and a
-// topological re-sort (a call moved to its last member may precede a
-// non-member that used an earlier member). Fewer bindings after the sort
-// than before means the groups formed a cycle. liftTensorConstants (for
+// Then, per block: bindings re-ordered as TVM's TopoSortByGroupDep orders
+// them (groups by first binding, each after the groups it reads, its call
+// and gets together), orphaned constants dropped, and a topological check
+// that finds a cycle between groups (fewer bindings after the sort). liftTensorConstants (for
 // fuse-tir) moves a function's tensor constants out to its call sites.
 //
 //===----------------------------------------------------------------------===//
@@ -21,6 +21,7 @@
 #include "fusec/IR/Ops.h"
 #include "fusec/Printer/Printer.h"
 
+#include <functional>
 #include <set>
 
 using namespace fusec;
@@ -186,7 +187,8 @@ std::string GroupOutliner::makeFunction(const std::vector<Binding *> &members,
 
 GroupOutliner::Result GroupOutliner::outline(
     const std::vector<Binding *> &members, const Attrs &attrs, bool bindConstants,
-    const llvm::DenseMap<const Value *, std::string> &paramNames) {
+    const llvm::DenseMap<const Value *, std::string> &paramNames,
+    const std::vector<const Value *> *paramOrder) {
   Result result;
   llvm::DenseSet<const Binding *> memberSet(members.begin(), members.end());
   llvm::DenseSet<const Value *> seen;
@@ -195,6 +197,13 @@ GroupOutliner::Result GroupOutliner::outline(
       if (!operand.isLiteral() && !memberSet.count(operand.value->definingBinding) &&
           !isCopiedConstant(operand.value, bindConstants) && seen.insert(operand.value).second)
         result.params.push_back(operand.value);
+  if (paramOrder) {
+    auto rank = [&](const Value *v) {
+      return size_t(llvm::find(*paramOrder, v) - paramOrder->begin());
+    };
+    std::stable_sort(result.params.begin(), result.params.end(),
+                     [&](const Value *a, const Value *b) { return rank(a) < rank(b); });
+  }
   // Outputs in TVM's order of discovery along the block: a member that is
   // a block output when its binding is reached, a member read by a
   // non-member when that reader is reached.
@@ -217,8 +226,10 @@ GroupOutliner::Result GroupOutliner::outline(
     for (const Binding *user : uses.lookup(member->getResult()))
       if (!memberSet.count(user))
         addOutput(member->getResult());
-  for (Binding *member : members)
+  for (Binding *member : members) {
     removed.insert(member);
+    groupOf[member] = members.back();
+  }
   if (result.outputs.empty())
     return result;
   result.function =
@@ -297,6 +308,11 @@ static bool sortTopologically(DataflowBlock &block, std::string &cycle) {
         ready.insert(user);
   }
   if (sorted.size() != count) {
+    // Name a binding of the input: a group's tuple-valued call has a made-up
+    // name, the `get`s after it keep the members' names.
+    for (size_t i = 0; i < count; ++i)
+      if (block.bindings[i] && cycle.empty() && !block.bindings[i]->getType().isTuple())
+        cycle = "%" + block.bindings[i]->getResult()->name;
     for (size_t i = 0; i < count; ++i)
       if (block.bindings[i]) {
         if (cycle.empty())
@@ -311,17 +327,43 @@ static bool sortTopologically(DataflowBlock &block, std::string &cycle) {
 }
 
 bool GroupOutliner::finish(std::string &cycle) {
-  std::vector<std::unique_ptr<Binding>> rewritten;
+  // TVM's TopoSortByGroupDep: groups (a lone binding is its own) in the
+  // order of their first binding, each after the groups it reads from,
+  // depth first; a group's call and gets stand together.
+  auto groupKey = [&](const Binding *binding) {
+    auto it = groupOf.find(binding);
+    return it == groupOf.end() ? binding : it->second;
+  };
+  llvm::DenseMap<const Binding *, std::unique_ptr<Binding> *> owned;
+  llvm::DenseMap<const Binding *, std::vector<const Binding *>> dependencies;
+  std::vector<const Binding *> groupOrder; // taken before bindings move
   for (auto &binding : block.bindings) {
-    auto it = replacements.find(binding.get());
-    if (it != replacements.end()) {
+    owned[binding.get()] = &binding;
+    groupOrder.push_back(groupKey(binding.get()));
+    std::vector<const Binding *> &deps = dependencies[groupKey(binding.get())];
+    for (const Operand &operand : binding->operands) {
+      const Binding *producer = operand.isLiteral() ? nullptr : operand.value->definingBinding;
+      if (producer && producer->result && groupKey(producer) != groupKey(binding.get()))
+        deps.push_back(groupKey(producer));
+    }
+  }
+  std::vector<std::unique_ptr<Binding>> rewritten;
+  llvm::DenseSet<const Binding *> visited;
+  std::function<void(const Binding *)> visit = [&](const Binding *group) {
+    if (!visited.insert(group).second)
+      return;
+    for (const Binding *dependency : dependencies[group])
+      if (owned.count(dependency))
+        visit(dependency);
+    if (auto it = replacements.find(group); it != replacements.end()) {
       for (auto &replacement : it->second)
         rewritten.push_back(std::move(replacement));
-      continue;
+    } else if (!removed.count(group)) {
+      rewritten.push_back(std::move(*owned[group]));
     }
-    if (!removed.count(binding.get()))
-      rewritten.push_back(std::move(binding));
-  }
+  };
+  for (const Binding *group : groupOrder)
+    visit(group);
   block.bindings = std::move(rewritten);
   llvm::erase_if(block.outputs,
                  [&](Value *v) { return !v->definingBinding || !v->definingBinding->result; });

@@ -42,10 +42,13 @@ public:
   /// `finish`. `paramNames` names some parameters (a tuple field passed
   /// for a `get` left at the call site is `<tuple>_<index>`, as TVM
   /// names it); the others take the name of the value passed.
+  /// `paramOrder`, when given, orders the parameters it lists (the others
+  /// follow in first-use order).
   Result outline(const std::vector<Binding *> &members, const Attrs &attrs,
                  bool bindConstants,
                  const llvm::DenseMap<const Value *, std::string> &paramNames =
-                     llvm::DenseMap<const Value *, std::string>());
+                     llvm::DenseMap<const Value *, std::string>(),
+                 const std::vector<const Value *> *paramOrder = nullptr);
 
   /// Replaces each outlined group by its call (several outputs: a tuple and
   /// `get`s that keep the members' names), drops constants that only the
@@ -70,6 +73,9 @@ private:
   std::set<std::string> usedNames; // value names of the function
   llvm::DenseSet<const Binding *> copiedConstants;
   llvm::DenseMap<const Binding *, std::vector<std::unique_ptr<Binding>>> replacements;
+  /// Each outlined member's group, named by its last member (the key of
+  /// `replacements`).
+  llvm::DenseMap<const Binding *, const Binding *> groupOf;
 };
 
 /// The name part a binding contributes to `fused_<callees>`: the op

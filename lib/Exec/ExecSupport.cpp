@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <functional>
 #include <set>
 
 using namespace fusec;
@@ -46,12 +47,27 @@ std::string Counters::toJSON() const {
   return root.dump(2) + "\n";
 }
 
+std::vector<std::pair<std::string, Type>> fusec::flatInputs(const Function &function) {
+  std::vector<std::pair<std::string, Type>> flat;
+  std::function<void(const std::string &, const Type &)> add = [&](const std::string &name,
+                                                                    const Type &type) {
+    if (!type.isTuple())
+      return flat.push_back({name, type});
+    for (size_t i = 0; i < type.getFields().size(); ++i)
+      add(name + "[" + std::to_string(i) + "]", type.getFields()[i]);
+  };
+  for (const auto &param : function.params)
+    add("%" + param->name, param->type);
+  return flat;
+}
+
 std::vector<TensorData> fusec::makeRandomInputs(
     const Function &function, uint64_t seed,
     const std::map<std::string, int64_t> &dims) {
   std::vector<TensorData> inputs;
-  for (size_t k = 0; k < function.params.size(); ++k) {
-    const Type &type = function.params[k]->type;
+  std::vector<std::pair<std::string, Type>> flat = flatInputs(function);
+  for (size_t k = 0; k < flat.size(); ++k) {
+    const Type &type = flat[k].second;
     std::vector<int64_t> shape;
     for (const Dim &dim : type.getShape()) {
       auto it = dim.isSymbolic() ? dims.find(dim.symbol) : dims.end();

@@ -16,6 +16,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <functional>
+
 using namespace fusec;
 using namespace fusec::exec;
 
@@ -240,14 +242,25 @@ bool Interpreter::run(llvm::StringRef entry, const std::vector<TensorData> &inpu
     error = "no function '@" + entry.str() + "' in the module";
     return false;
   }
-  if (inputs.size() != function->params.size()) {
-    error = "@" + entry.str() + " takes " + std::to_string(function->params.size()) +
-            " inputs, but " + std::to_string(inputs.size()) + " were given";
+  size_t expected = flatInputs(*function).size();
+  if (inputs.size() != expected) {
+    error = "@" + entry.str() + " takes " + std::to_string(expected) + " inputs, but " +
+            std::to_string(inputs.size()) + " were given";
     return false;
   }
+  // Tuple parameters gather their fields from consecutive inputs.
+  size_t next = 0;
+  std::function<RtValue(const Type &)> argument = [&](const Type &type) {
+    if (!type.isTuple())
+      return RtValue{std::make_shared<TensorData>(inputs[next++]), {}};
+    RtValue tuple;
+    for (const Type &field : type.getFields())
+      tuple.fields.push_back(argument(field));
+    return tuple;
+  };
   std::vector<RtValue> args;
-  for (const TensorData &input : inputs)
-    args.push_back(RtValue{std::make_shared<TensorData>(input), {}});
+  for (const auto &param : function->params)
+    args.push_back(argument(param->type));
   try {
     RtValue result = impl->callFunction(*function, args);
     outputs.clear();

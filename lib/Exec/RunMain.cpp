@@ -134,26 +134,28 @@ int fusec::runMain(int argc, char **argv) {
                                  : "no function '@" + entry + "' in the module");
 
   std::vector<TensorData> arguments;
-  if (!randomInputs && inputs.empty() && !function->params.empty())
-    return fail(2, "@" + function->name + " takes " + std::to_string(function->params.size()) +
+  // A tuple parameter takes one input per field, flattened in order.
+  std::vector<std::pair<std::string, Type>> flat = flatInputs(*function);
+  if (!randomInputs && inputs.empty() && !flat.empty())
+    return fail(2, "@" + function->name + " takes " + std::to_string(flat.size()) +
                        " inputs: give --inputs=a.npy,... or --random-inputs");
   if (randomInputs) {
     arguments = makeRandomInputs(*function, seed, dimSizes);
   } else {
-    if (inputs.size() != function->params.size())
-      return fail(1, "@" + function->name + " takes " +
-                         std::to_string(function->params.size()) + " inputs, but " +
-                         std::to_string(inputs.size()) + " .npy files were given");
+    if (inputs.size() != flat.size())
+      return fail(1, "@" + function->name + " takes " + std::to_string(flat.size()) +
+                         " inputs, but " + std::to_string(inputs.size()) +
+                         " .npy files were given");
     for (size_t i = 0; i < inputs.size(); ++i) {
       std::string error;
       auto data = readNpyFile(inputs[i], error);
       if (!data)
         return fail(1, error);
-      DType want = function->params[i]->type.getDType();
+      const auto &[name, type] = flat[i];
+      DType want = type.getDType();
       if (data->getDType() != want && !(want == DType::bf16 && data->getDType() == DType::f32))
         return fail(1, "'" + inputs[i] + "' holds " + dtypeName(data->getDType()) +
-                           " values, but %" + function->params[i]->name + " is " +
-                           function->params[i]->type.str());
+                           " values, but " + name + " is " + type.str());
       TensorData converted(want, data->getShape());
       for (int64_t e = 0; e < data->getNumElements(); ++e)
         want == DType::i64 ? converted.setInt(e, data->getInt(e))

@@ -8,7 +8,9 @@
 // (several results: a multi-output kernel), every other member result is an
 // internal stage, not in device memory unless a schedule decides so.
 // A tensor constant inside the function (a composite's bound constant)
-// becomes a parameter that each call site defines and passes. Parameters
+// becomes a parameter that each call site defines and passes, and a tuple
+// parameter read by `get`s one parameter per field that each call site
+// takes with `get`s (FunctionSignatures.cpp). Parameters
 // no stage reads are dropped, here and at the call sites, and
 // kernels nothing calls any more are removed (TVM's FuseTIR runs DCE too).
 //
@@ -24,12 +26,14 @@
 //      verified; the function is replaced.
 //
 //===----------------------------------------------------------------------===//
+#include "FunctionSignatures.h"
 #include "GroupOutliner.h"
 #include "fusec/IR/Kernel.h"
 #include "fusec/IR/Pattern.h"
 #include "fusec/Transforms/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -216,13 +220,20 @@ std::unique_ptr<Kernel> FuseTIR::buildKernel(const Module &module, const Functio
       copy.buffer = renaming.buffers.lookup(stage.buffer);
       // A stage variable named like one of the fused kernel's symbolic dims
       // is renamed, so that the dims substituted below are not captured.
-      llvm::StringSet<> stageVars;
+      // A new name avoids every variable of the stage, not only those
+      // renamed so far (`i0` becoming `i0_` while the stage has `i0_` too).
+      llvm::StringSet<> stageVars, assigned;
+      for (const auto &[var, extent] : stage.reduceVars)
+        stageVars.insert(var);
+      for (const std::string &var : stage.spatialVars)
+        stageVars.insert(var);
       renaming.vars.clear();
       auto freshVar = [&](std::string &var) {
-        stageVars.insert(var);
         std::string name = var;
-        while (callerSymbols.count(name) || (name != var && stageVars.count(name)))
+        while (callerSymbols.count(name) || assigned.count(name) ||
+               (name != var && stageVars.count(name)))
           name += "_";
+        assigned.insert(name);
         if (name != var)
           renaming.vars[var] = name;
         var = name;
@@ -233,10 +244,6 @@ std::unique_ptr<Kernel> FuseTIR::buildKernel(const Module &module, const Functio
         freshVar(var);
         extent = renameDim(extent, renaming);
       }
-      for (const auto &[var, extent] : stage.reduceVars)
-        stageVars.insert(var);
-      for (const std::string &var : stage.spatialVars)
-        stageVars.insert(var);
       copy.body = rewrite(stage.body, renaming, stageVars, /*inIndex=*/false);
       kernel->stages.push_back(std::move(copy));
     }
@@ -262,17 +269,45 @@ std::unique_ptr<Kernel> FuseTIR::buildKernel(const Module &module, const Functio
     }
     returned.push_back(bufferOf.lookup(operand.value));
   }
+  if (returned.empty()) {
+    problem = "it returns nothing (a kernel needs an output)";
+    return nullptr;
+  }
   for (const std::string &name : returned) {
     auto it = std::find_if(kernel->internals.begin(), kernel->internals.end(),
                            [&](const KBuffer &b) { return b.name == name; });
-    if (it == kernel->internals.end()) {
+    if (it != kernel->internals.end()) {
+      KBuffer output = *it;
+      output.role = KBuffer::Output;
+      kernel->internals.erase(it);
+      kernel->outputs.push_back(output);
+      continue;
+    }
+    // A parameter returned, or a value returned twice: an output of its own
+    // that a copying stage fills (TVM's FuseTIR returns an input in place;
+    // a kernel's outputs here are distinct buffers).
+    const KBuffer *source = nullptr;
+    for (const auto *list : {&kernel->inputs, &kernel->outputs})
+      for (const KBuffer &buffer : *list)
+        if (buffer.name == name)
+          source = &buffer;
+    if (!source) {
       problem = "it returns a value it does not compute";
       return nullptr;
     }
-    KBuffer output = *it;
-    output.role = KBuffer::Output;
-    kernel->internals.erase(it);
-    kernel->outputs.push_back(output);
+    KBuffer copy = *source;
+    copy.name = fresh(name + "_copy");
+    copy.role = KBuffer::Output;
+    KStage stage;
+    stage.buffer = copy.name;
+    std::vector<KExprPtr> indices;
+    for (size_t d = 0; d < copy.type.getShape().size(); ++d) {
+      stage.spatialVars.push_back("i" + std::to_string(d));
+      indices.push_back(KExpr::var(stage.spatialVars.back()));
+    }
+    stage.body = KExpr::load(source->name, indices, copy.type.getDType());
+    kernel->stages.push_back(std::move(stage));
+    kernel->outputs.push_back(std::move(copy));
   }
   if (function.returnType.isTuple() && kernel->outputs.size() == 1)
     kernel->attrs.set("tuple_result", Attr::makeBool(true));
@@ -297,6 +332,7 @@ bool FuseTIR::run(Module &module, PassContext &context) {
   std::vector<std::unique_ptr<Kernel>> created;
   llvm::StringMap<std::vector<size_t>> keptParams; // fused name -> params kept
   llvm::StringSet<> fused;
+  std::vector<const Value *> fieldGets; // call-site gets of expanded tuples
   std::vector<std::string> libraryBound = libraryBoundFunctions(module);
   for (const auto &function : module.functions) {
     const Attr *primitive = function->attrs.get("primitive");
@@ -304,6 +340,7 @@ bool FuseTIR::run(Module &module, PassContext &context) {
         function->attrs.get("codegen") || llvm::is_contained(libraryBound, function->name))
       continue;
     liftTensorConstants(module, *function);
+    expandTupleParams(module, *function, fieldGets);
     std::string problem;
     std::unique_ptr<Kernel> kernel = buildKernel(module, *function, problem);
     if (!kernel) {
@@ -360,6 +397,26 @@ bool FuseTIR::run(Module &module, PassContext &context) {
       binding.kind = ExprKind::CallKernel;
       binding.operands = std::move(operands);
     });
+  // The call-site gets of tuple fields that no merged kernel reads.
+  if (!fieldGets.empty())
+    for (auto &function : module.functions) {
+      llvm::DenseSet<const Value *> read;
+      function->forEachBinding([&](const Binding &binding) {
+        for (const Operand &operand : binding.operands)
+          if (!operand.isLiteral())
+            read.insert(operand.value);
+      });
+      auto unread = [&](const Binding *binding) {
+        return binding && llvm::is_contained(fieldGets, binding->getResult()) &&
+               !read.count(binding->getResult());
+      };
+      for (BodyItem &item : function->body)
+        if (item.block)
+          llvm::erase_if(item.block->bindings,
+                         [&](const std::unique_ptr<Binding> &b) { return unread(b.get()); });
+      llvm::erase_if(function->body,
+                     [&](const BodyItem &item) { return unread(item.binding.get()); });
+    }
   // The members the merged kernels replace; kernels no function called
   // before this pass (hand-written, say) are not this pass's to remove.
   std::set<std::string> calledAfter;

@@ -13,8 +13,7 @@
 // Then, per block: bindings re-ordered as TVM's TopoSortByGroupDep orders
 // them (groups by first binding, each after the groups it reads, its call
 // and gets together), orphaned constants dropped, and a topological check
-// that finds a cycle between groups (fewer bindings after the sort). liftTensorConstants (for
-// fuse-tir) moves a function's tensor constants out to its call sites.
+// that finds a cycle between groups (fewer bindings after the sort).
 //
 //===----------------------------------------------------------------------===//
 #include "GroupOutliner.h"
@@ -381,92 +380,4 @@ bool GroupOutliner::finish(std::string &cycle) {
     });
   }
   return sortTopologically(block, cycle);
-}
-
-/// Tensor constants inside a primitive function (a composite of
-/// fuse-by-pattern with bind-constants) cannot be stages: each becomes a
-/// parameter of the function, and every call site defines a copy of it
-/// just before the call and passes it (a kernel input, uploaded once by the
-/// launcher). Returns whether anything moved.
-bool fusec::liftTensorConstants(Module &module, Function &function) {
-  std::vector<std::unique_ptr<Binding>> lifted;
-  for (BodyItem &item : function.body) {
-    if (!item.block)
-      continue;
-    auto &bindings = item.block->bindings;
-    for (auto it = bindings.begin(); it != bindings.end();) {
-      const Binding &binding = **it;
-      bool tensor = binding.kind == ExprKind::Constant && binding.getType().isTensor() &&
-                    binding.getType().getRank() > 0;
-      if (!tensor) {
-        ++it;
-        continue;
-      }
-      auto param = std::make_unique<Value>();
-      param->name = binding.getResult()->name;
-      param->type = binding.getType();
-      function.forEachBinding([&](Binding &user) {
-        for (Operand &operand : user.operands)
-          if (operand.value == binding.getResult())
-            operand.value = param.get();
-      });
-      function.params.push_back(std::move(param));
-      lifted.push_back(std::move(*it));
-      it = bindings.erase(it);
-    }
-  }
-  if (lifted.empty())
-    return false;
-  for (auto &caller : module.functions) {
-    std::set<std::string> names;
-    for (const auto &param : caller->params)
-      names.insert(param->name);
-    caller->forEachBinding([&](const Binding &b) { names.insert(b.getResult()->name); });
-    auto insertCopies = [&](std::vector<std::unique_ptr<Binding>> &bindings, size_t &index) {
-      Binding &call = *bindings[index];
-      for (const auto &constant : lifted) {
-        auto copy = std::make_unique<Binding>();
-        copy->kind = ExprKind::Constant;
-        copy->constant = std::make_unique<ConstantData>(*constant->constant);
-        copy->result = std::make_unique<Value>();
-        std::string name = uniqueValueName(
-            constant->getResult()->name,
-            [&](llvm::StringRef candidate) { return names.count(candidate.str()); });
-        names.insert(name);
-        copy->result->name = name;
-        copy->result->type = constant->getType();
-        copy->result->definingBinding = copy.get();
-        call.operands.push_back(Operand::of(copy->getResult()));
-        bindings.insert(bindings.begin() + long(index), std::move(copy));
-        ++index;
-      }
-    };
-    for (BodyItem &item : caller->body) {
-      if (!item.block)
-        continue;
-      auto &bindings = item.block->bindings;
-      for (size_t i = 0; i < bindings.size(); ++i)
-        if (bindings[i]->kind == ExprKind::Call && bindings[i]->callee == function.name)
-          insertCopies(bindings, i);
-    }
-    // A call outside a dataflow block: wrap each copy as its own body item.
-    for (size_t i = 0; i < caller->body.size(); ++i) {
-      BodyItem &item = caller->body[i];
-      if (item.block || item.binding->kind != ExprKind::Call ||
-          item.binding->callee != function.name)
-        continue;
-      std::vector<std::unique_ptr<Binding>> single;
-      single.push_back(std::move(item.binding));
-      size_t index = 0;
-      insertCopies(single, index);
-      std::vector<BodyItem> items;
-      for (auto &binding : single)
-        items.push_back({std::move(binding), nullptr});
-      caller->body.erase(caller->body.begin() + long(i));
-      for (size_t k = 0; k < items.size(); ++k)
-        caller->body.insert(caller->body.begin() + long(i + k), std::move(items[k]));
-      i += items.size() - 1;
-    }
-  }
-  return true;
 }

@@ -82,12 +82,6 @@ private:
 /// (`nn.relu` -> `relu`), kernel or function it calls; "" for others.
 std::string fusedNamePart(const Binding &binding);
 
-/// Tensor constants inside a primitive function (a composite of
-/// fuse-by-pattern with bind-constants) cannot be kernel stages: fuse-tir
-/// makes each a parameter of the function, defined by a copy at every call
-/// site just before the call. Returns whether anything moved.
-bool liftTensorConstants(Module &module, Function &function);
-
 } // namespace fusec
 
 #endif // FUSEC_LIB_TRANSFORMS_GROUPOUTLINER_H

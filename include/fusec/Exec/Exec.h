@@ -52,8 +52,10 @@ public:
   explicit Interpreter(const Module &module);
   ~Interpreter();
 
-  /// Runs `entry` on `inputs` (one per parameter). On failure returns false
-  /// and sets `error` (shape or dtype mismatch, index out of range, ...).
+  /// Runs `entry` on `inputs` (one per tensor parameter; a tuple parameter
+  /// takes one per field, flattened in order as results are). On failure
+  /// returns false and sets `error` (shape or dtype mismatch, index out of
+  /// range, ...).
   bool run(llvm::StringRef entry, const std::vector<TensorData> &inputs,
            std::vector<TensorData> &outputs, std::string &error);
   const Counters &getCounters() const { return counters; }
@@ -64,9 +66,13 @@ private:
   Counters counters;
 };
 
-/// Deterministic inputs for `function`: parameter k is `random<seed = seed
-/// + k>` (spec §9) for floats, `u mod 5 - 2` for integers, `u mod 2` for
-/// bool; a symbolic dim takes `dims[name]`, else 8.
+/// The tensors a call of `function` takes, with their names: its
+/// parameters with tuples flattened in order (`%t[0]`, `%t[1][0]`, ...).
+std::vector<std::pair<std::string, Type>> flatInputs(const Function &function);
+
+/// Deterministic inputs for `function` (flattened as flatInputs): input k
+/// is `random<seed = seed + k>` (spec §9) for floats, `u mod 5 - 2` for
+/// integers, `u mod 2` for bool; a symbolic dim takes `dims[name]`, else 8.
 std::vector<TensorData> makeRandomInputs(const Function &function, uint64_t seed,
                                          const std::map<std::string, int64_t> &dims);
 

@@ -18,21 +18,6 @@
 
 namespace fusec {
 
-/// TVM's OpPatternKind lattice, same order and values; combining along a
-/// path takes the max.
-enum class OpPatternKind {
-  ElemWise = 0,
-  Broadcast = 1,
-  Injective = 2,
-  CommReduce = 3,
-  OutEWiseFusable = 4,
-  Tuple = 7,
-  Opaque = 8,
-};
-
-llvm::StringRef patternKindName(OpPatternKind kind);
-std::optional<OpPatternKind> parsePatternKind(llvm::StringRef name);
-
 /// How one stage reads one buffer.
 enum class AccessKind { ElemWise, Broadcast, Injective, Opaque };
 

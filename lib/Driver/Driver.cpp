@@ -16,6 +16,7 @@
 #include "fusec/Parser/Parser.h"
 #include "fusec/Pass/Pass.h"
 #include "fusec/Printer/Printer.h"
+#include "fusec/Support/FileIO.h"
 #include "fusec/Target/CUDA.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -512,18 +513,20 @@ int fusec::driverMain(int argc, char **argv) {
   if (!launcherFile.empty() && llvm::sys::path::extension(launcherFile) != ".cpp")
     return usageError("--launcher needs a file name ending in .cpp, not '" + launcherFile + "'");
 
-  auto bufferOrError = llvm::MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/true);
-  if (!bufferOrError)
-    return inputError("cannot read '" + inputFile + "': " +
-                      bufferOrError.getError().message());
+  std::string readError;
+  std::unique_ptr<llvm::MemoryBuffer> inputBuffer =
+      readFile(inputFile, readError, /*isText=*/true, /*allowStdin=*/true);
+  if (!inputBuffer)
+    return inputError(inputFile == "-" ? readError
+                                       : "cannot read '" + inputFile + "': " + readError);
   llvm::StringRef bufferName = inputFile == "-" ? "<stdin>" : llvm::StringRef(inputFile);
   bool isONNX = llvm::sys::path::extension(inputFile) == ".onnx";
   if (isONNX && splitInputFile)
     return usageError("--split-input-file reads .fir files, not ONNX models");
 
   std::vector<std::string> chunks =
-      splitInputFile ? splitChunks((*bufferOrError)->getBuffer())
-                     : std::vector<std::string>{(*bufferOrError)->getBuffer().str()};
+      splitInputFile ? splitChunks(inputBuffer->getBuffer())
+                     : std::vector<std::string>{inputBuffer->getBuffer().str()};
   std::string output, moduleName = llvm::sys::path::stem(bufferName).str();
   FusionReport report;
   FusionReport *reportPtr = fusionReport.empty() ? nullptr : &report;

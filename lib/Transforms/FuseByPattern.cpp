@@ -31,6 +31,7 @@
 #include "GroupOutliner.h"
 #include "fusec/Analysis/Analysis.h"
 #include "fusec/Parser/Parser.h"
+#include "fusec/Support/FileIO.h"
 #include "fusec/Transforms/Passes.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -95,13 +96,12 @@ bool FuseByPattern::loadPatterns(PassContext &context, std::vector<DataflowPatte
     context.diag.error({}, "no shipped pattern file '" + path + "' (shipped: @cublaslt)");
     return false;
   } else {
-    auto file = llvm::MemoryBuffer::getFile(path);
-    if (!file) {
-      context.diag.error({}, "cannot read pattern file '" + path + "': " +
-                                 file.getError().message());
+    std::string error;
+    buffer = readFile(path, error);
+    if (!buffer) {
+      context.diag.error({}, "cannot read pattern file '" + path + "': " + error);
       return false;
     }
-    buffer = std::move(*file);
   }
   unsigned id = sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
   return parsePatterns(sourceMgr, id, context.diag, patterns);

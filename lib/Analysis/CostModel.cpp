@@ -101,6 +101,12 @@ bool fusec::loadTargetDesc(llvm::StringRef spec, TargetDesc &target, std::string
   return true;
 }
 
+std::string fusec::checkTargetSpec(llvm::StringRef spec) {
+  return spec.empty() ? "expects a shipped target (sm_75, sm_80, sm_86, sm_89, sm_90, h200) "
+                        "or a JSON file, got ''"
+                      : "";
+}
+
 bool fusec::loadTargetDesc(llvm::StringRef spec, TargetDesc &target, DiagEngine &diag,
                            llvm::StringRef who) {
   std::string error;

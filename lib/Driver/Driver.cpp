@@ -192,9 +192,13 @@ static std::unique_ptr<PassManager> buildPipeline(const std::string &text,
       llvm::MemoryBuffer::getMemBufferCopy(text, description), llvm::SMLoc());
   const char *start = sourceMgr.getMemoryBuffer(id)->getBufferStart();
   std::string message = error.message;
+  // Named pipelines quote every value they are given (--target paths), so
+  // only a missing pass can stop one from parsing.
   if (isNamed)
-    message = "pipeline " + description + " cannot run in this build of fusec: " +
-              message + " (this build of fusec does not have that pass yet)";
+    message = "pipeline " + description + " cannot run in this build of fusec: " + message +
+              (llvm::StringRef(message).startswith("unknown pass")
+                   ? " (this build of fusec does not have that pass yet)"
+                   : "");
   sourceMgr.PrintMessage(llvm::errs(),
                          llvm::SMLoc::getFromPointer(start + error.column),
                          llvm::SourceMgr::DK_Error, message);
@@ -370,6 +374,7 @@ static std::string describePasses() {
       text += "      " + option.name + "=<" +
               (option.kind == Pass::OptionKind::Int    ? "int"
                : option.kind == Pass::OptionKind::Bool ? "bool"
+               : !option.choices.empty()               ? llvm::join(option.choices, "|")
                                                        : "string") +
               "> (default " + option.defaultValue + ") - " +
               option.description + "\n";

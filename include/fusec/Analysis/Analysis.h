@@ -139,6 +139,10 @@ bool parseTargetDesc(llvm::StringRef json, TargetDesc &target, std::string &erro
 /// The description of `spec`: a shipped target (`sm_75`, `sm_80`, `sm_86`,
 /// `sm_89`, `sm_90`, `h200`) or a JSON file path.
 bool loadTargetDesc(llvm::StringRef spec, TargetDesc &target, std::string &error);
+/// Why `spec` can be no target, or "": the check of a `target` pass option
+/// when the pipeline is parsed. A path is only read when the pass runs, so
+/// an unreadable file is an input error, not a usage error.
+std::string checkTargetSpec(llvm::StringRef spec);
 /// The same for a pass option: a failure is reported on `diag` as
 /// "<who>: <why>".
 bool loadTargetDesc(llvm::StringRef spec, TargetDesc &target, DiagEngine &diag,

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/Analysis/Analysis.h"
+#include "fusec/Support/FileIO.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -86,17 +87,24 @@ bool fusec::loadTargetDesc(llvm::StringRef spec, TargetDesc &target, std::string
         error = "shipped target '" + spec.str() + "': " + error;
       return ok;
     }
-  auto file = llvm::MemoryBuffer::getFile(spec);
+  std::string readError;
+  std::unique_ptr<llvm::MemoryBuffer> file = readFile(spec, readError);
   if (!file) {
     error = "target '" + spec.str() + "' is neither a shipped target (sm_75, sm_80, sm_86, sm_89, "
-            "sm_90, h200) nor a readable file: " + file.getError().message();
+            "sm_90, h200) nor a readable file: " + readError;
     return false;
   }
-  if (!parseTargetDesc((*file)->getBuffer(), target, error)) {
+  if (!parseTargetDesc(file->getBuffer(), target, error)) {
     error = "target file '" + spec.str() + "': " + error;
     return false;
   }
   return true;
+}
+
+std::string fusec::checkTargetSpec(llvm::StringRef spec) {
+  return spec.empty() ? "expects a shipped target (sm_75, sm_80, sm_86, sm_89, sm_90, h200) "
+                        "or a JSON file, got ''"
+                      : "";
 }
 
 bool fusec::loadTargetDesc(llvm::StringRef spec, TargetDesc &target, DiagEngine &diag,

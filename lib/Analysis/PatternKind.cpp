@@ -26,29 +26,6 @@
 
 using namespace fusec;
 
-static const std::pair<OpPatternKind, const char *> kKindNames[] = {
-    {OpPatternKind::ElemWise, "elemwise"},
-    {OpPatternKind::Broadcast, "broadcast"},
-    {OpPatternKind::Injective, "injective"},
-    {OpPatternKind::CommReduce, "comm_reduce"},
-    {OpPatternKind::OutEWiseFusable, "out_ewise_fusable"},
-    {OpPatternKind::Tuple, "tuple"},
-    {OpPatternKind::Opaque, "opaque"}};
-
-llvm::StringRef fusec::patternKindName(OpPatternKind kind) {
-  for (const auto &[value, name] : kKindNames)
-    if (value == kind)
-      return name;
-  return "opaque";
-}
-
-std::optional<OpPatternKind> fusec::parsePatternKind(llvm::StringRef name) {
-  for (const auto &[value, name2] : kKindNames)
-    if (name == name2)
-      return value;
-  return std::nullopt;
-}
-
 static OpPatternKind maxKind(OpPatternKind a, OpPatternKind b) {
   return static_cast<int>(a) >= static_cast<int>(b) ? a : b;
 }

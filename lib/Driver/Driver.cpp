@@ -16,6 +16,7 @@
 #include "fusec/Parser/Parser.h"
 #include "fusec/Pass/Pass.h"
 #include "fusec/Printer/Printer.h"
+#include "fusec/Support/FileIO.h"
 #include "fusec/Target/CUDA.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -191,9 +192,13 @@ static std::unique_ptr<PassManager> buildPipeline(const std::string &text,
       llvm::MemoryBuffer::getMemBufferCopy(text, description), llvm::SMLoc());
   const char *start = sourceMgr.getMemoryBuffer(id)->getBufferStart();
   std::string message = error.message;
+  // Named pipelines quote every value they are given (--target paths), so
+  // only a missing pass can stop one from parsing.
   if (isNamed)
-    message = "pipeline " + description + " cannot run in this build of fusec: " +
-              message + " (this build of fusec does not have that pass yet)";
+    message = "pipeline " + description + " cannot run in this build of fusec: " + message +
+              (llvm::StringRef(message).startswith("unknown pass")
+                   ? " (this build of fusec does not have that pass yet)"
+                   : "");
   sourceMgr.PrintMessage(llvm::errs(),
                          llvm::SMLoc::getFromPointer(start + error.column),
                          llvm::SourceMgr::DK_Error, message);
@@ -369,6 +374,7 @@ static std::string describePasses() {
       text += "      " + option.name + "=<" +
               (option.kind == Pass::OptionKind::Int    ? "int"
                : option.kind == Pass::OptionKind::Bool ? "bool"
+               : !option.choices.empty()               ? llvm::join(option.choices, "|")
                                                        : "string") +
               "> (default " + option.defaultValue + ") - " +
               option.description + "\n";
@@ -478,6 +484,21 @@ int fusec::driverMain(int argc, char **argv) {
   }
   if (inputFile.empty())
     return usageError("no input file; give a .fir file, an .onnx model, or - to read stdin");
+  // cl::opt cannot tell `--emit=` from no --emit at all, so an empty value
+  // would silently mean the default. (`--passes=` is meaningful: no pass.)
+  const std::pair<cl::opt<std::string> *, const char *> needValues[] = {
+      {&outputFile, "a file name, or - for stdout"},
+      {&emitKind, "fir, cuda, ptx or cubin"},
+      {&targetDesc, "sm_75, sm_80, sm_86, sm_89, sm_90, h200 or a JSON file"},
+      {&dumpDir, "a directory"},
+      {&fusionReport, "a file name"},
+      {&cudaPath, "a directory"},
+      {&launcherFile, "a file name ending in .cpp"},
+      {&debugOnly, "pass names, comma-separated"}};
+  for (const auto &[option, what] : needValues)
+    if (option->getNumOccurrences() && option->empty())
+      return usageError((option->ArgStr.size() == 1 ? "-" : "--") + option->ArgStr +
+                        " needs a value: " + what);
   if (!setLogLevel(logLevel))
     return usageError("--log-level must be trace, debug, info, warn, error or off");
   if (!debugOnly.empty())
@@ -512,18 +533,20 @@ int fusec::driverMain(int argc, char **argv) {
   if (!launcherFile.empty() && llvm::sys::path::extension(launcherFile) != ".cpp")
     return usageError("--launcher needs a file name ending in .cpp, not '" + launcherFile + "'");
 
-  auto bufferOrError = llvm::MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/true);
-  if (!bufferOrError)
-    return inputError("cannot read '" + inputFile + "': " +
-                      bufferOrError.getError().message());
+  std::string readError;
+  std::unique_ptr<llvm::MemoryBuffer> inputBuffer =
+      readFile(inputFile, readError, /*isText=*/true, /*allowStdin=*/true);
+  if (!inputBuffer)
+    return inputError(inputFile == "-" ? readError
+                                       : "cannot read '" + inputFile + "': " + readError);
   llvm::StringRef bufferName = inputFile == "-" ? "<stdin>" : llvm::StringRef(inputFile);
   bool isONNX = llvm::sys::path::extension(inputFile) == ".onnx";
   if (isONNX && splitInputFile)
     return usageError("--split-input-file reads .fir files, not ONNX models");
 
   std::vector<std::string> chunks =
-      splitInputFile ? splitChunks((*bufferOrError)->getBuffer())
-                     : std::vector<std::string>{(*bufferOrError)->getBuffer().str()};
+      splitInputFile ? splitChunks(inputBuffer->getBuffer())
+                     : std::vector<std::string>{inputBuffer->getBuffer().str()};
   std::string output, moduleName = llvm::sys::path::stem(bufferName).str();
   FusionReport report;
   FusionReport *reportPtr = fusionReport.empty() ? nullptr : &report;

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "fusec/Exec/Exec.h"
 #include "fusec/Parser/Parser.h"
+#include "fusec/Support/FileIO.h"
 #include "fusec/Target/CUDA.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -97,6 +98,17 @@ int fusec::runMain(int argc, char **argv) {
   }
   if (inputFile.empty())
     return fail(2, "no input file; give a .fir file, or - to read stdin");
+  // cl::opt cannot tell `--outputs=` from no --outputs at all, so an empty
+  // value would silently mean the default.
+  const std::pair<cl::opt<std::string> *, const char *> needValues[] = {
+      {&entry, "a function name"},
+      {&outputs, "a directory"},
+      {&countersFile, "a file name, or - for stdout"},
+      {&expectDir, "a directory"},
+      {&cudaPath, "a directory"}};
+  for (const auto &[option, what] : needValues)
+    if (option->getNumOccurrences() && option->empty())
+      return fail(2, "--" + option->ArgStr + " needs a value: " + what);
   if (device != "cpu" && device != "cuda")
     return fail(2, "--device must be cpu or cuda");
   if (bench && device != "cuda")
@@ -116,14 +128,17 @@ int fusec::runMain(int argc, char **argv) {
     dimSizes[name.str()] = size;
   }
 
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/true);
+  std::string readError;
+  std::unique_ptr<llvm::MemoryBuffer> buffer =
+      readFile(inputFile, readError, /*isText=*/true, /*allowStdin=*/true);
   if (!buffer)
-    return fail(1, "cannot read '" + inputFile + "': " + buffer.getError().message());
+    return fail(1, inputFile == "-" ? readError
+                                    : "cannot read '" + inputFile + "': " + readError);
   llvm::SourceMgr sourceMgr;
   DiagEngine diag(sourceMgr);
   llvm::StringRef name = inputFile == "-" ? "<stdin>" : llvm::StringRef(inputFile);
   unsigned id = sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy((*buffer)->getBuffer(), name), llvm::SMLoc());
+      llvm::MemoryBuffer::getMemBufferCopy(buffer->getBuffer(), name), llvm::SMLoc());
   std::string directory = inputFile == "-" ? "." : llvm::sys::path::parent_path(inputFile).str();
   auto module = parseModule(sourceMgr, id, diag, directory.empty() ? "." : directory);
   if (!module)

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/IR/IR.h"
+#include "fusec/Support/FileIO.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -218,13 +219,13 @@ static std::optional<std::string> npyHeaderField(llvm::StringRef header,
 
 std::shared_ptr<TensorData> fusec::readNpyFile(llvm::StringRef path,
                                                std::string &error) {
-  auto bufferOrError = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
-  if (!bufferOrError) {
-    error = "cannot read '" + path.str() +
-            "': " + bufferOrError.getError().message();
+  std::string readError;
+  std::unique_ptr<llvm::MemoryBuffer> buffer = readFile(path, readError);
+  if (!buffer) {
+    error = "cannot read '" + path.str() + "': " + readError;
     return nullptr;
   }
-  llvm::StringRef bytes = (*bufferOrError)->getBuffer();
+  llvm::StringRef bytes = buffer->getBuffer();
   if (bytes.size() < 10 || !bytes.startswith("\x93NUMPY")) {
     error = "'" + path.str() + "' is not a NumPy .npy file (bad magic)";
     return nullptr;

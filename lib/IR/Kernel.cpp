@@ -286,6 +286,29 @@ const KStage *Kernel::findStage(llvm::StringRef buffer) const {
   return nullptr;
 }
 
+static const std::pair<OpPatternKind, const char *> kKindNames[] = {
+    {OpPatternKind::ElemWise, "elemwise"},
+    {OpPatternKind::Broadcast, "broadcast"},
+    {OpPatternKind::Injective, "injective"},
+    {OpPatternKind::CommReduce, "comm_reduce"},
+    {OpPatternKind::OutEWiseFusable, "out_ewise_fusable"},
+    {OpPatternKind::Tuple, "tuple"},
+    {OpPatternKind::Opaque, "opaque"}};
+
+llvm::StringRef fusec::patternKindName(OpPatternKind kind) {
+  for (const auto &[value, name] : kKindNames)
+    if (value == kind)
+      return name;
+  return "opaque";
+}
+
+std::optional<OpPatternKind> fusec::parsePatternKind(llvm::StringRef name) {
+  for (const auto &[value, name2] : kKindNames)
+    if (name == name2)
+      return value;
+  return std::nullopt;
+}
+
 Type Kernel::getResultType() const {
   const Attr *tupleResult = attrs.get("tuple_result");
   bool forceTuple = tupleResult && tupleResult->kind == Attr::Bool && tupleResult->boolValue;

@@ -1,6 +1,8 @@
 //===- KernelVerifier.cpp - Well-formedness of kernels --------------------===//
 //
 // A kernel is well formed when:
+//   0. the attributes fusec reads have their types: op_pattern a kind of
+//      spec §5, tuple_result a bool;
 //   1. buffer names are unique and every buffer has a tensor type whose
 //      symbolic dims are bound by the input types;
 //   2. each stage writes an output or internal buffer, once, naming one
@@ -49,6 +51,7 @@ private:
     diag.error(loc, prefix + "in kernel '@" + kernel.name + "': " + message);
     return false;
   }
+  bool checkAttrs();
   bool checkBuffers();
   bool checkStage(const KStage &stage);
   bool checkLowered();
@@ -519,8 +522,25 @@ bool KernelVerifier::checkLowered() {
   return true;
 }
 
+bool KernelVerifier::checkAttrs() {
+  // fuse-ops reads op_pattern without checking it (a kind it cannot read
+  // counts as opaque), so a misspelt kind would silently stop fusion.
+  for (const Attrs::Entry &entry : kernel.attrs.getEntries()) {
+    llvm::SMLoc loc = entry.value.loc.isValid() ? entry.value.loc : entry.loc;
+    if (entry.name == "op_pattern" &&
+        (entry.value.kind != Attr::String || !parsePatternKind(entry.value.text)))
+      return error(loc, "attribute 'op_pattern' must be \"elemwise\", \"broadcast\", "
+                        "\"injective\", \"comm_reduce\", \"out_ewise_fusable\", "
+                        "\"tuple\" or \"opaque\", got " + entry.value.str());
+    if (entry.name == "tuple_result" && entry.value.kind != Attr::Bool)
+      return error(loc, "attribute 'tuple_result' must be 'true' or 'false', got " +
+                            entry.value.str());
+  }
+  return true;
+}
+
 bool KernelVerifier::verify() {
-  if (!checkBuffers())
+  if (!checkAttrs() || !checkBuffers())
     return false;
   if (kernel.isLowered())
     return checkLowered();

@@ -10,7 +10,9 @@
 //     defined in their block.
 // Both check calls (arity, argument types, symbolic dims bound
 // consistently), return types, that every symbolic dim is bound by a
-// parameter, and that the call graph has no cycle.
+// parameter, the types of the function attributes passes read (`primitive`
+// a bool; `composite`, `codegen`, `global_symbol` strings), and that the
+// call graph has no cycle.
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/IR/IR.h"
@@ -43,6 +45,7 @@ private:
   std::optional<Type> inferBinding(const Binding &binding);
   std::optional<Type> inferCall(const Binding &binding);
   bool checkStructure(const Function &function);
+  bool checkAttrs(const Function &function);
   bool checkSymbols(const Function &function);
   bool checkReturn(const Function &function);
 
@@ -373,9 +376,29 @@ bool Checker::checkReturn(const Function &function) {
   return true;
 }
 
+bool Checker::checkAttrs(const Function &function) {
+  // Passes test these attributes for presence (isGroupedFunction) and read
+  // their text, so a wrongly typed one is not harmless: `primitive = 1`
+  // would silently keep fuse-ops out of the function.
+  for (const Attrs::Entry &entry : function.attrs.getEntries()) {
+    llvm::SMLoc loc = entry.value.loc.isValid() ? entry.value.loc : entry.loc;
+    bool isString = entry.name == "composite" || entry.name == "codegen" ||
+                    entry.name == "global_symbol";
+    if (entry.name == "primitive" && entry.value.kind != Attr::Bool)
+      return error(loc, "attribute 'primitive' of '@" + function.name +
+                            "' must be 'true' or 'false', got " + entry.value.str());
+    if (isString && entry.value.kind != Attr::String)
+      return error(loc, "attribute '" + entry.name + "' of '@" + function.name +
+                            "' must be a string, got " + entry.value.str());
+  }
+  return true;
+}
+
 bool Checker::checkFunction(Function &function) {
   currentFunction = &function;
   if (mode == Verify && !checkStructure(function))
+    return false;
+  if (!checkAttrs(function))
     return false;
   bool ok = true;
   function.forEachBinding([&](Binding &binding) {

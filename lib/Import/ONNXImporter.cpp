@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 #include "ONNXImporter.h"
 
+#include "fusec/Support/FileIO.h"
 #include "fusec/Support/Support.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -537,12 +538,13 @@ bool Importer::run(const onnx::ModelProto &model) {
 
 std::unique_ptr<Module> fusec::importONNX(llvm::StringRef path, const ONNXImportOptions &options,
                                           std::string &error) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  std::string readError;
+  std::unique_ptr<llvm::MemoryBuffer> buffer = readFile(path, readError);
   if (!buffer) {
-    error = "cannot read '" + path.str() + "': " + buffer.getError().message();
+    error = "cannot read '" + path.str() + "': " + readError;
     return nullptr;
   }
-  llvm::StringRef bytes = (*buffer)->getBuffer();
+  llvm::StringRef bytes = buffer->getBuffer();
   onnx::ModelProto model;
   google::protobuf::io::CodedInputStream stream(
       reinterpret_cast<const uint8_t *>(bytes.data()), int(std::min<size_t>(bytes.size(), INT32_MAX)));

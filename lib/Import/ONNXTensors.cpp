@@ -9,6 +9,7 @@
 #include "ONNXImporter.h"
 
 #include "fusec/Exec/Exec.h"
+#include "fusec/Support/FileIO.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -101,19 +102,21 @@ static bool readExternal(const onnx::TensorProto &tensor, llvm::StringRef modelD
   }
   llvm::SmallString<256> path(modelDirectory);
   llvm::sys::path::append(path, location);
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
-  if (location.empty() || !buffer) {
-    error = "cannot read the external data '" + location + "' of tensor '" + tensor.name() + "'";
+  std::string readError;
+  std::unique_ptr<llvm::MemoryBuffer> buffer = location.empty() ? nullptr : readFile(path, readError);
+  if (!buffer) {
+    error = "cannot read the external data '" + location + "' of tensor '" + tensor.name() + "'" +
+            (readError.empty() ? "" : ": " + readError);
     return false;
   }
-  llvm::StringRef all = (*buffer)->getBuffer();
+  llvm::StringRef all = buffer->getBuffer();
   if (offset < 0 || size_t(offset) > all.size() ||
       (length >= 0 && size_t(length) > all.size() - size_t(offset))) {
     error = "the external data of tensor '" + tensor.name() + "' lies outside '" + location + "'";
     return false;
   }
   bytes = all.substr(offset, length < 0 ? llvm::StringRef::npos : size_t(length));
-  file = std::move(*buffer);
+  file = std::move(buffer);
   return true;
 }
 

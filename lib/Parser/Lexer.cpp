@@ -128,6 +128,13 @@ Token Lexer::next() {
   }
   if (static_cast<unsigned char>(c) >= 0x80)
     return makeError(start, "unexpected non-ASCII character");
+  // A control byte (a NUL, an escape) written raw would garble the terminal
+  // or cut the message short; spell it in hex.
+  if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+    static const char digits[] = "0123456789abcdef";
+    return makeError(start, std::string("unexpected character '\\x") +
+                                digits[(c >> 4) & 0xf] + digits[c & 0xf] + "'");
+  }
   return makeError(start, std::string("unexpected character '") + c + "'");
 }
 

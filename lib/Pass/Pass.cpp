@@ -11,11 +11,17 @@
 
 using namespace fusec;
 
-void Pass::declareOption(llvm::StringRef optionName, OptionKind kind,
-                         llvm::StringRef defaultValue,
-                         llvm::StringRef description) {
-  options.push_back({optionName.str(), kind, defaultValue.str(),
-                     description.str(), defaultValue.str()});
+Pass::Option &Pass::declareOption(llvm::StringRef optionName, OptionKind kind,
+                                  llvm::StringRef defaultValue,
+                                  llvm::StringRef description) {
+  Option option;
+  option.name = optionName.str();
+  option.kind = kind;
+  option.defaultValue = defaultValue.str();
+  option.description = description.str();
+  option.value = defaultValue.str();
+  options.push_back(std::move(option));
+  return options.back();
 }
 
 const Pass::Option *Pass::findOption(llvm::StringRef optionName) const {
@@ -34,26 +40,52 @@ std::string Pass::setOption(llvm::StringRef key, llvm::StringRef value) {
     return "unknown option '" + key.str() + "' for pass '" + name + "'" +
            (known.empty() ? " (it has no options)" : "; its options are: " + known);
   }
+  std::string what = "option '" + key.str() + "' of pass '" + name + "'";
   switch (option->kind) {
   case OptionKind::Int: {
     int64_t parsed;
     if (value.getAsInteger(10, parsed))
-      return "option '" + key.str() + "' of pass '" + name +
-             "' expects an integer, got '" + value.str() + "'";
+      return what + " expects an integer, got '" + value.str() + "'";
+    if (parsed < option->minimum)
+      return what + " must be at least " + std::to_string(option->minimum) + ", got " +
+             std::to_string(parsed);
     option->value = std::to_string(parsed);
     return "";
   }
   case OptionKind::Bool:
     if (value != "true" && value != "false")
-      return "option '" + key.str() + "' of pass '" + name +
-             "' expects 'true' or 'false', got '" + value.str() + "'";
+      return what + " expects 'true' or 'false', got '" + value.str() + "'";
     option->value = value.str();
     return "";
   case OptionKind::String:
+    if (!option->choices.empty() && !llvm::is_contained(option->choices, value))
+      return what + " expects " + llvm::join(option->choices, " or ") + ", got '" +
+             value.str() + "'";
+    if (option->check) {
+      std::string problem = option->check(value);
+      if (!problem.empty())
+        return what + ": " + problem;
+    }
     option->value = value.str();
     return "";
   }
   return "";
+}
+
+std::string fusec::quotePipelineValue(llvm::StringRef value) {
+  // What ends an unquoted value, or would be read as the start of a quoted
+  // one; braces too, since an unbalanced one ends the pass's options.
+  bool plain = !value.startswith("\"") &&
+               value.find_first_of(",{}\"\\ \t\n\r\v\f") == llvm::StringRef::npos;
+  if (plain)
+    return value.str();
+  std::string quoted = "\"";
+  for (char c : value) {
+    if (c == '"' || c == '\\')
+      quoted += '\\';
+    quoted += c;
+  }
+  return quoted + "\"";
 }
 
 std::string Pass::getOptionsString() const {
@@ -61,7 +93,7 @@ std::string Pass::getOptionsString() const {
     return "";
   std::string text = "{";
   for (size_t i = 0; i < options.size(); ++i)
-    text += (i ? "," : "") + options[i].name + "=" + options[i].value;
+    text += (i ? "," : "") + options[i].name + "=" + quotePipelineValue(options[i].value);
   return text + "}";
 }
 
@@ -116,17 +148,19 @@ std::string fusec::getNamedPipeline(llvm::StringRef name, llvm::StringRef costMo
   // -O2 first gives matmuls to cuBLASLt (every supported arch has it) with
   // the shipped patterns/cublaslt.pat, fuses the rest as -O1 does plus
   // cost-aware prologues, and schedules with the cost model of the target;
-  // without a cost model it is TVM's decisions end to end.
+  // without a cost model it is TVM's decisions end to end. The target may be
+  // a path with spaces or commas, hence the quoting.
   if (name == "O2") {
+    std::string quotedTarget = quotePipelineValue(target);
     if (costModel == "none")
       return "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true},"
              "legalize,annotate-pattern,fuse-ops,fuse-tir," + schedule + ",lower";
-    std::string options = "cost-model=" + costModel.str() + ",target=" + target.str() +
+    std::string options = "cost-model=" + costModel.str() + ",target=" + quotedTarget +
                           (tensorCores ? "" : ",tensor-cores=false");
     return "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true,"
-           "prologue-aware=true,target=" + target.str() + "},"
+           "prologue-aware=true,target=" + quotedTarget + "},"
            "legalize,annotate-pattern,fuse-ops{prologue=true,recompute-veto=true,target=" +
-           target.str() + "},"
+           quotedTarget + "},"
            "fuse-tir,schedule{" + options + "},lower";
   }
   return "";

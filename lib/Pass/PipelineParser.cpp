@@ -2,11 +2,14 @@
 //
 //   pipeline ::= element (',' element)*
 //   element  ::= pass-name ('{' option ((',' | ' ') option)* '}')?
-//   option   ::= key '=' value
+//   option   ::= key '=' (value | '"' quoted '"')
 //
 // The scanner is brace-aware: a value may itself hold braces (balanced), and
-// commas inside braces separate options, not passes. Errors carry the column
-// so the driver can show the pipeline with a caret.
+// commas inside braces separate options, not passes. A value that holds a
+// comma, a space or an unbalanced brace (a file path) is written in double
+// quotes, with `\"` and `\\` the only escapes, as in FIR strings. Errors carry
+// the column so the driver can show the pipeline with a caret; a bad value
+// points at the value.
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/Pass/Pass.h"
@@ -35,6 +38,7 @@ private:
   }
   bool parseElement(PassManager &manager);
   bool parseOptions(Pass &pass);
+  bool parseQuotedValue(std::string &value);
 
   llvm::StringRef text;
   PipelineError &error;
@@ -120,23 +124,54 @@ bool PipelineParser::parseOptions(Pass &pass) {
     if (pos == text.size() || text[pos] != '=')
       return fail(pos, "expected '=' after option '" + key.str() + "'");
     size_t valueStart = ++pos;
-    int depth = 0;
-    while (pos < text.size()) {
-      char c = text[pos];
-      if (c == '{')
-        ++depth;
-      else if (c == '}' && depth-- == 0)
-        break;
-      else if ((c == ',' || std::isspace(static_cast<unsigned char>(c))) &&
-               depth == 0)
-        break;
-      ++pos;
+    std::string value;
+    if (pos < text.size() && text[pos] == '"') {
+      if (!parseQuotedValue(value))
+        return false;
+    } else {
+      int depth = 0;
+      while (pos < text.size()) {
+        char c = text[pos];
+        if (c == '{')
+          ++depth;
+        else if (c == '}' && depth-- == 0)
+          break;
+        else if ((c == ',' || std::isspace(static_cast<unsigned char>(c))) &&
+                 depth == 0)
+          break;
+        ++pos;
+      }
+      value = text.slice(valueStart, pos).str();
     }
-    llvm::StringRef value = text.slice(valueStart, pos);
     std::string problem = pass.setOption(key, value);
     if (!problem.empty())
-      return fail(keyStart, problem);
+      return fail(pass.hasOption(key) ? valueStart : keyStart, problem);
   }
+}
+
+bool PipelineParser::parseQuotedValue(std::string &value) {
+  size_t open = pos++;
+  while (pos < text.size()) {
+    char c = text[pos++];
+    if (c == '"') {
+      // Checked here so that `a="x"y` points at the y, rather than being read
+      // as an option `y` with no '='.
+      if (pos < text.size() && text[pos] != ',' && text[pos] != '}' &&
+          !std::isspace(static_cast<unsigned char>(text[pos])))
+        return fail(pos, "expected ',', ' ' or '}' after a quoted value, found '" +
+                             std::string(1, text[pos]) + "'");
+      return true;
+    }
+    if (c == '\\') {
+      if (pos < text.size() && (text[pos] == '"' || text[pos] == '\\')) {
+        value += text[pos++];
+        continue;
+      }
+      return fail(pos - 1, "unknown escape in a quoted value; only \\\" and \\\\ exist");
+    }
+    value += c;
+  }
+  return fail(open, "unterminated quoted value");
 }
 
 std::unique_ptr<PassManager> fusec::parsePassPipeline(llvm::StringRef text,

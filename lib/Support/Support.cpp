@@ -28,7 +28,8 @@ using namespace fusec;
 /// differ from LLVM's: only `\n` ends a line (LLVM also starts a line after
 /// a lone `\r`), and the caret must appear even when the line holds
 /// non-ASCII bytes (LLVM then omits it). Tabs expand to multiples of 8 in
-/// both lines, as LLVM does; columns count bytes.
+/// both lines, as LLVM does; other control bytes print as `\xNN`; columns
+/// count bytes.
 static void printLocatedMessage(llvm::raw_ostream &os, llvm::SourceMgr &sourceMgr,
                                 llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind,
                                 const std::string &message,
@@ -65,6 +66,14 @@ static void printLocatedMessage(llvm::raw_ostream &os, llvm::SourceMgr &sourceMg
       source.append(width, ' ');
       if (p < point)
         caret.append(width, ' ');
+      continue;
+    }
+    if (c != '\r' && (c < 0x20 || c == 0x7f)) {
+      // Echoed raw, a NUL or an escape byte would garble the terminal; it
+      // shows as `\xNN`, four columns wide, with the caret under the `\`.
+      static const char digits[] = "0123456789abcdef";
+      source += std::string("\\x") + digits[c >> 4] + digits[c & 0xf];
+      caret += p < point ? "    " : p == point ? "^" : p < underlineEnd ? "~~~~" : "";
       continue;
     }
     source += c == '\r' ? ' ' : char(c);

@@ -4,8 +4,8 @@
 // `op_pattern = "<kind>"` (spec §5), the kind computed from its stages' index
 // expressions by `analyzePatternKind` (lib/Analysis/PatternKind.cpp), never
 // from op names. A kernel that already carries `op_pattern` keeps it, so a
-// hand-written kernel can pin a kind (`tuple` included), as in TVM; an
-// `op_pattern` that names no kind is an error.
+// hand-written kernel can pin a kind (`tuple` included), as in TVM; the
+// verifier has already refused an `op_pattern` that names no kind.
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/Analysis/Analysis.h"
@@ -37,15 +37,8 @@ static const char *accessName(AccessKind kind) {
 
 bool AnnotatePattern::run(Module &module, PassContext &context) {
   for (auto &kernel : module.kernels) {
-    if (const Attr *pinned = kernel->attrs.get("op_pattern")) {
-      if (pinned->kind != Attr::String || !parsePatternKind(pinned->text)) {
-        context.diag.error(kernel->loc, "kernel '@" + kernel->name +
-                                            "' has an invalid op_pattern " +
-                                            pinned->str());
-        return false;
-      }
+    if (kernel->attrs.get("op_pattern"))
       continue;
-    }
     if (kernel->isLowered()) {
       // Loops carry no index notation to analyse; like a TVM PrimFunc that
       // the analysis cannot read, the kernel is opaque and fuses with nothing.

@@ -31,6 +31,7 @@
 #include "GroupOutliner.h"
 #include "fusec/Analysis/Analysis.h"
 #include "fusec/Parser/Parser.h"
+#include "fusec/Support/FileIO.h"
 #include "fusec/Transforms/Passes.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -56,7 +57,14 @@ public:
   explicit FuseByPattern(std::vector<DataflowPattern> given = {})
       : Pass("fuse-by-pattern"), given(std::move(given)) {
     declareOption("patterns", OptionKind::String, "",
-                  "Pattern file (.pat); @cublaslt names the shipped patterns/cublaslt.pat");
+                  "Pattern file (.pat); @cublaslt names the shipped patterns/cublaslt.pat")
+        .check = [](llvm::StringRef value) -> std::string {
+      // A path is read when the pass runs (unreadable: an input error), but
+      // the shipped names are known now.
+      if (value.startswith("@") && value != "@cublaslt")
+        return "no shipped pattern file '" + value.str() + "' (shipped: @cublaslt)";
+      return "";
+    };
     declareOption("bind-constants", OptionKind::Bool, "true",
                   "Copy constants into the composite instead of passing them");
     declareOption("annotate-codegen", OptionKind::Bool, "false",
@@ -65,7 +73,8 @@ public:
                   "Leave a library matmul to fusec when an elementwise producer of an "
                   "operand fuses into it as a prologue (cost model; not TVM)");
     declareOption("target", OptionKind::String, "sm_90",
-                  "The prologue-aware cost model's GPU: sm_75, sm_80, sm_86, sm_89, sm_90, h200 or a file");
+                  "The prologue-aware cost model's GPU: sm_75, sm_80, sm_86, sm_89, sm_90, h200 or a file")
+        .check = checkTargetSpec;
   }
   bool run(Module &module, PassContext &context) override;
 
@@ -95,13 +104,12 @@ bool FuseByPattern::loadPatterns(PassContext &context, std::vector<DataflowPatte
     context.diag.error({}, "no shipped pattern file '" + path + "' (shipped: @cublaslt)");
     return false;
   } else {
-    auto file = llvm::MemoryBuffer::getFile(path);
-    if (!file) {
-      context.diag.error({}, "cannot read pattern file '" + path + "': " +
-                                 file.getError().message());
+    std::string error;
+    buffer = readFile(path, error);
+    if (!buffer) {
+      context.diag.error({}, "cannot read pattern file '" + path + "': " + error);
       return false;
     }
-    buffer = std::move(*file);
   }
   unsigned id = sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
   return parsePatterns(sourceMgr, id, context.diag, patterns);

@@ -57,12 +57,17 @@ namespace {
 class FuseOps final : public Pass {
 public:
   FuseOps() : Pass("fuse-ops") {
+    // Below these minimums a value has no meaning of its own, and would
+    // silently turn fusion off.
     declareOption("max-fused-ops", OptionKind::Int, "256",
-                  "Largest number of ops in one group");
+                  "Largest number of ops in one group")
+        .minimum = 1;
     declareOption("max-function-args", OptionKind::Int, "0",
-                  "Largest number of kernel inputs plus outputs (0: no limit)");
+                  "Largest number of kernel inputs plus outputs (0: no limit)")
+        .minimum = 0;
     declareOption("max-merges", OptionKind::Int, "-1",
-                  "Stop after this many fusions (-1: no limit), to bisect");
+                  "Stop after this many fusions (-1: no limit), to bisect")
+        .minimum = -1;
     declareOption("prologue", OptionKind::Bool, "false",
                   "Fuse elementwise producers into matmuls/convolutions when the cost "
                   "model says so (not TVM)");
@@ -71,7 +76,8 @@ public:
                   "would recompute it per broadcast element at a cost above its own kernel "
                   "(XLA-style; not TVM)");
     declareOption("target", OptionKind::String, "sm_90",
-                  "The cost model's GPU: sm_75, sm_80, sm_86, sm_89, sm_90, h200 or a file");
+                  "The cost model's GPU: sm_75, sm_80, sm_86, sm_89, sm_90, h200 or a file")
+        .check = checkTargetSpec;
   }
   bool run(Module &module, PassContext &context) override;
 

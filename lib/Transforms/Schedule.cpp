@@ -38,9 +38,11 @@ public:
   Schedule() : Pass("schedule") {
     declareOption("cost-model", OptionKind::String, "none",
                   "none: TVM's choices (inline every producer); roofline: place broadcast "
-                  "producers by estimated time");
+                  "producers by estimated time")
+        .choices = {"none", "roofline"};
     declareOption("target", OptionKind::String, "sm_90",
-                  "The cost model's GPU: sm_75, sm_80, sm_86, sm_89, sm_90, h200 or a JSON file");
+                  "The cost model's GPU: sm_75, sm_80, sm_86, sm_89, sm_90, h200 or a JSON file")
+        .check = checkTargetSpec;
     declareOption("tensor-cores", OptionKind::Bool, "true",
                   "false: SIMT tiles for f16/bf16 contractions too (GPUs before sm_80 lack "
                   "mma.sync m16n8k16)");

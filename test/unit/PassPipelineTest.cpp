@@ -84,3 +84,61 @@ TEST_CASE("named pipelines follow spec section 7", "[pass][pipeline]") {
   CHECK(getNamedPipeline("O2", "none", "sm_75", false)
             .find(",schedule{tensor-cores=false},lower") != std::string::npos);
 }
+
+TEST_CASE("quoted option values round-trip", "[pass][pipeline]") {
+  PipelineError error;
+  auto manager = parse(R"(fuse-by-pattern{patterns="a b,{c}\"d\\.pat" bind-constants=false})", error);
+  REQUIRE(manager);
+  std::string text = manager->str();
+  CHECK(text == R"(fuse-by-pattern{patterns="a b,{c}\"d\\.pat",bind-constants=false,)"
+                R"(annotate-codegen=false,prologue-aware=false,target=sm_90})");
+  PipelineError again;
+  auto reparsed = parse(text.c_str(), again);
+  REQUIRE(reparsed);
+  CHECK(reparsed->str() == text);
+}
+
+TEST_CASE("values are quoted only when they need it", "[pass][pipeline]") {
+  CHECK(quotePipelineValue("sm_90") == "sm_90");
+  CHECK(quotePipelineValue("") == "");
+  CHECK(quotePipelineValue("dir/x.json") == "dir/x.json");
+  CHECK(quotePipelineValue("a b") == "\"a b\"");
+  CHECK(quotePipelineValue("a,b") == "\"a,b\"");
+  CHECK(quotePipelineValue("a}") == "\"a}\"");
+  CHECK(quotePipelineValue("\"a") == R"("\"a")");
+  CHECK(quotePipelineValue(R"(a\b)") == R"("a\\b")");
+}
+
+TEST_CASE("named pipelines quote a target path", "[pass][pipeline]") {
+  std::string text = getNamedPipeline("O2", "roofline", "my dir/t,1.json");
+  CHECK(text.find(R"(target="my dir/t,1.json")") != std::string::npos);
+  PipelineError error;
+  auto manager = parse(text.c_str(), error);
+  INFO(error.message);
+  REQUIRE(manager);
+  CHECK(manager->size() == 7);
+}
+
+TEST_CASE("bad option values are caught at parse time, at the value", "[pass][pipeline]") {
+  PipelineError error;
+  SECTION("an enumerated value") {
+    CHECK_FALSE(parse("schedule{cost-model=bogus}", error));
+    CHECK(error.column == 20);
+    CHECK(error.message ==
+          "option 'cost-model' of pass 'schedule' expects none or roofline, got 'bogus'");
+  }
+  SECTION("an integer below its range") {
+    CHECK_FALSE(parse("fuse-ops{max-merges=-2}", error));
+    CHECK(error.column == 20);
+    CHECK(error.message == "option 'max-merges' of pass 'fuse-ops' must be at least -1, got -2");
+  }
+  SECTION("an unknown option still points at its name") {
+    CHECK_FALSE(parse("fuse-ops{max-merge=-2}", error));
+    CHECK(error.column == 9);
+  }
+  SECTION("an unterminated quoted value points at its quote") {
+    CHECK_FALSE(parse("schedule{target=\"a b}", error));
+    CHECK(error.column == 16);
+    CHECK(error.message == "unterminated quoted value");
+  }
+}

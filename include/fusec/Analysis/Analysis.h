@@ -18,21 +18,6 @@
 
 namespace fusec {
 
-/// TVM's OpPatternKind lattice, same order and values; combining along a
-/// path takes the max.
-enum class OpPatternKind {
-  ElemWise = 0,
-  Broadcast = 1,
-  Injective = 2,
-  CommReduce = 3,
-  OutEWiseFusable = 4,
-  Tuple = 7,
-  Opaque = 8,
-};
-
-llvm::StringRef patternKindName(OpPatternKind kind);
-std::optional<OpPatternKind> parsePatternKind(llvm::StringRef name);
-
 /// How one stage reads one buffer.
 enum class AccessKind { ElemWise, Broadcast, Injective, Opaque };
 
@@ -154,6 +139,10 @@ bool parseTargetDesc(llvm::StringRef json, TargetDesc &target, std::string &erro
 /// The description of `spec`: a shipped target (`sm_75`, `sm_80`, `sm_86`,
 /// `sm_89`, `sm_90`, `h200`) or a JSON file path.
 bool loadTargetDesc(llvm::StringRef spec, TargetDesc &target, std::string &error);
+/// Why `spec` can be no target, or "": the check of a `target` pass option
+/// when the pipeline is parsed. A path is only read when the pass runs, so
+/// an unreadable file is an input error, not a usage error.
+std::string checkTargetSpec(llvm::StringRef spec);
 /// The same for a pass option: a failure is reported on `diag` as
 /// "<who>: <why>".
 bool loadTargetDesc(llvm::StringRef spec, TargetDesc &target, DiagEngine &diag,

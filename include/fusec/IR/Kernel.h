@@ -239,6 +239,24 @@ struct LLaunch {
   llvm::SMLoc loc;
 };
 
+/// TVM's OpPatternKind lattice, same order and values; combining along a
+/// path takes the max.
+enum class OpPatternKind {
+  ElemWise = 0,
+  Broadcast = 1,
+  Injective = 2,
+  CommReduce = 3,
+  OutEWiseFusable = 4,
+  Tuple = 7,
+  Opaque = 8,
+};
+
+/// The spelling of a kind in `op_pattern = "..."` (spec §5). Here rather
+/// than beside the analysis because the verifier checks a hand-written
+/// `op_pattern` on every input.
+llvm::StringRef patternKindName(OpPatternKind kind);
+std::optional<OpPatternKind> parsePatternKind(llvm::StringRef name);
+
 struct Kernel {
   std::string name;
   llvm::SMLoc loc;

@@ -7,7 +7,9 @@
 // Pipeline text (spec §7): passes separated by commas, options in braces
 // after a pass name, separated by commas or spaces:
 //   `fuse-by-pattern{patterns=p.pat,bind-constants=false},legalize`
-// `PassManager::str()` prints a pipeline that parses back to itself.
+// A value may be written in double quotes, with `\"` and `\\` escapes
+// (`patterns="my patterns/a,b.pat"`). `PassManager::str()` prints a
+// pipeline that parses back to itself, quoting values where needed.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSEC_PASS_PASS_H
@@ -19,6 +21,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <set>
 #include <string>
@@ -66,12 +69,20 @@ struct PassContext {
 class Pass {
 public:
   enum class OptionKind { Int, Bool, String };
+  /// Values are checked when the pipeline text is parsed, so that a bad one
+  /// is a usage error (exit 2) pointing at the value, before anything runs.
   struct Option {
     std::string name;
     OptionKind kind;
     std::string defaultValue;
     std::string description;
     std::string value;
+    /// A String option with a fixed set of values: those values.
+    std::vector<std::string> choices;
+    /// An Int option: its smallest meaningful value.
+    int64_t minimum = std::numeric_limits<int64_t>::min();
+    /// Any further check of a String value: why it is wrong, or "".
+    std::function<std::string(llvm::StringRef)> check;
   };
 
   virtual ~Pass() = default;
@@ -82,15 +93,19 @@ public:
   virtual bool run(Module &module, PassContext &context) = 0;
 
   const std::vector<Option> &getOptions() const { return options; }
+  bool hasOption(llvm::StringRef key) const { return findOption(key) != nullptr; }
   /// Sets an option from pipeline text; returns an error message or "".
   std::string setOption(llvm::StringRef key, llvm::StringRef value);
-  /// `{a=1,b=x}` with every option, or "" for a pass without options.
+  /// `{a=1,b=x}` with every option, or "" for a pass without options;
+  /// values are quoted where pipeline text needs it.
   std::string getOptionsString() const;
 
 protected:
   explicit Pass(llvm::StringRef name) : name(name.str()) {}
-  void declareOption(llvm::StringRef name, OptionKind kind,
-                     llvm::StringRef defaultValue, llvm::StringRef description);
+  /// Returns the new option, valid until the next declaration, for its
+  /// `choices`, `minimum` or `check`.
+  Option &declareOption(llvm::StringRef name, OptionKind kind, llvm::StringRef defaultValue,
+                        llvm::StringRef description);
   int64_t getIntOption(llvm::StringRef name) const;
   bool getBoolOption(llvm::StringRef name) const;
   std::string getStringOption(llvm::StringRef name) const;
@@ -161,6 +176,10 @@ struct PipelineError {
   size_t column = 0;
   std::string message;
 };
+
+/// `value` as pipeline text writes it: as is when it needs no quotes, else
+/// in double quotes with `"` and `\` escaped.
+std::string quotePipelineValue(llvm::StringRef value);
 
 /// Parses pipeline text. Returns null and fills `error` on failure.
 std::unique_ptr<PassManager> parsePassPipeline(llvm::StringRef text,

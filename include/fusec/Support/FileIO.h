@@ -1,0 +1,35 @@
+//===- FileIO.h - Reading the files fusec is given ---------------*- C++ -*-===//
+//
+// Every file fusec reads whole (inputs, pattern files, target descriptions,
+// .npy weights, ONNX models) goes through `readFile`: a path that is not a
+// regular file is refused, because LLVM reads a device or a FIFO until EOF
+// and `/dev/zero` never ends (out of memory). Stdin (`-`) may be a pipe, so
+// it is read up to a limit instead.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_SUPPORT_FILEIO_H
+#define FUSEC_SUPPORT_FILEIO_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace fusec {
+
+/// The most fusec reads from stdin (2 GiB); a larger input must be a file.
+constexpr uint64_t kMaxStdinBytes = uint64_t(2) << 30;
+
+/// Reads `path` whole (stdin for `-` when `allowStdin`). On failure returns
+/// null and sets `error` to the reason alone ("not a regular file", "No such
+/// file or directory"), for the caller to prefix with the path; for stdin, a
+/// whole sentence ("stdin holds more than 2 GiB; give a file instead").
+std::unique_ptr<llvm::MemoryBuffer> readFile(llvm::StringRef path, std::string &error,
+                                             bool isText = false, bool allowStdin = false,
+                                             uint64_t stdinLimit = kMaxStdinBytes);
+
+} // namespace fusec
+
+#endif // FUSEC_SUPPORT_FILEIO_H

@@ -1,0 +1,58 @@
+//===- FileIO.cpp - Reading the files fusec is given ----------------------===//
+#include "fusec/Support/FileIO.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/FileSystem.h"
+
+using namespace fusec;
+
+static std::unique_ptr<llvm::MemoryBuffer> readStdin(std::string &error, uint64_t limit) {
+  // MemoryBuffer::getSTDIN has no limit: `fusec - < /dev/zero` would end in
+  // an out-of-memory abort rather than a diagnostic.
+  llvm::sys::fs::file_t handle = llvm::sys::fs::getStdinHandle();
+  llvm::SmallVector<char, 0> bytes;
+  constexpr size_t chunk = size_t(1) << 20;
+  while (true) {
+    size_t size = bytes.size();
+    bytes.resize_for_overwrite(size + chunk);
+    llvm::Expected<size_t> got =
+        llvm::sys::fs::readNativeFile(handle, llvm::makeMutableArrayRef(bytes.data() + size, chunk));
+    if (!got) {
+      error = "cannot read stdin: " + llvm::toString(got.takeError());
+      return nullptr;
+    }
+    bytes.truncate(size + *got);
+    if (*got == 0)
+      break;
+    if (bytes.size() > limit) {
+      error = "stdin holds more than " +
+              (limit % (uint64_t(1) << 30) ? std::to_string(limit) + " bytes"
+                                           : std::to_string(limit >> 30) + " GiB") +
+              "; give a file instead";
+      return nullptr;
+    }
+  }
+  return llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(bytes.data(), bytes.size()),
+                                              "<stdin>");
+}
+
+std::unique_ptr<llvm::MemoryBuffer> fusec::readFile(llvm::StringRef path, std::string &error,
+                                                    bool isText, bool allowStdin,
+                                                    uint64_t stdinLimit) {
+  if (allowStdin && path == "-")
+    return readStdin(error, stdinLimit);
+  llvm::sys::fs::file_status status;
+  // A path that cannot be stat'ed is left to getFile, whose error names the
+  // reason (no such file, permission denied).
+  if (!llvm::sys::fs::status(path, status) && status.type() != llvm::sys::fs::file_type::regular_file) {
+    error = "not a regular file";
+    return nullptr;
+  }
+  auto buffer = llvm::MemoryBuffer::getFile(path, isText);
+  if (!buffer) {
+    error = buffer.getError().message();
+    return nullptr;
+  }
+  return std::move(*buffer);
+}

@@ -1,7 +1,8 @@
 //===- ScheduleBroadcast.cpp - Place broadcast producers by cost ----------===//
 //
 // Contract: in an elementwise kernel with one static output of rank >= 2,
-// a spatial internal stage S that the output reads through a broadcast
+// a spatial internal stage S that the output reads through a broadcast,
+// directly or through stages inlined at the output's own index,
 // (each index a variable of the output or 0 on a dim of size 1, e.g. seed
 // 003's [rows, 1] chain added to [rows, cols]) is placed where the cost
 // model (lib/Analysis/CostModel.cpp) estimates it cheapest:
@@ -12,8 +13,9 @@
 //     round trip, no recomputation;
 //   - materialize: S gets its own launch and a global buffer.
 // Algorithm:
-//   1. Find the candidates in the output's body; they must share one k
-//      (one rows mapping serves them all).
+//   1. Find the candidates in the output's body and in the bodies of the
+//      stages it reads at its own index (an epilogue after the broadcast
+//      add); they must share one k (one rows mapping serves them all).
 //   2. For each, estimate the three placements (S's work counts the stages
 //      inlined into it) and keep the cheapest.
 //   3. Rewrite the schedule entries; report each decision with its costs
@@ -25,6 +27,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <map>
 #include <set>
 
 using namespace fusec;
@@ -40,8 +43,18 @@ struct Candidate {
 /// is a distinct variable of the output or 0 on a dim of size 1, and at
 /// least one is 0. `leading` is k when the variables are exactly the
 /// output's first k (a row broadcast, which compute_at can serve), else 0.
+/// A stage the expression reads at the output's own index (an epilogue's
+/// operand, `relu(add(chain, b))`) is inlined there, so its body is searched
+/// too; `rootVar` maps the variables of `expr` to the output's.
 static void findBroadcastLoads(const Kernel &kernel, const KExpr &expr, const KStage &root,
-                               std::vector<Candidate> &found) {
+                               const std::map<std::string, std::string> &rootVar,
+                               std::vector<Candidate> &found, std::set<const KStage *> &searched) {
+  auto asRootVar = [&](const KExpr &index) -> std::string {
+    if (index.kind != KExpr::Var)
+      return "";
+    auto it = rootVar.find(index.name);
+    return it == rootVar.end() ? "" : it->second;
+  };
   if (expr.kind == KExpr::Load) {
     const KBuffer *buffer = kernel.findBuffer(expr.name);
     const KStage *stage = kernel.findStage(expr.name);
@@ -53,18 +66,27 @@ static void findBroadcastLoads(const Kernel &kernel, const KExpr &expr, const KS
     bool broadcast = internal;
     for (size_t d = 0; broadcast && d < expr.args.size(); ++d) {
       const KExpr &index = *expr.args[d];
+      std::string var = asRootVar(index);
       if (index.kind == KExpr::IntConst && index.intValue == 0 && shape[d].isStatic() &&
           shape[d].size == 1)
         ++zeros;
       else
-        broadcast = index.kind == KExpr::Var &&
-                    llvm::is_contained(root.spatialVars, index.name) &&
-                    vars.insert(index.name).second;
+        broadcast = !var.empty() && vars.insert(var).second;
+    }
+    bool identity = internal && zeros == 0 && vars.size() == expr.args.size();
+    for (size_t d = 0; identity && d < expr.args.size(); ++d)
+      identity = asRootVar(*expr.args[d]) == root.spatialVars[d];
+    if (identity && stage->spatialVars.size() == root.spatialVars.size() &&
+        searched.insert(stage).second) {
+      std::map<std::string, std::string> inner;
+      for (size_t d = 0; d < stage->spatialVars.size(); ++d)
+        inner[stage->spatialVars[d]] = root.spatialVars[d];
+      findBroadcastLoads(kernel, *stage->body, root, inner, found, searched);
+      return;
     }
     broadcast &= zeros > 0 && zeros < expr.args.size();
     size_t k = 0;
-    while (broadcast && k < expr.args.size() && expr.args[k]->kind == KExpr::Var &&
-           expr.args[k]->name == root.spatialVars[k])
+    while (broadcast && k < expr.args.size() && asRootVar(*expr.args[k]) == root.spatialVars[k])
       ++k;
     bool rows = broadcast && k + zeros == expr.args.size();
     if (broadcast && llvm::none_of(found, [&](const Candidate &c) { return c.stage == stage; }))
@@ -73,7 +95,7 @@ static void findBroadcastLoads(const Kernel &kernel, const KExpr &expr, const KS
   }
   for (const KExprPtr &arg : expr.args)
     if (arg)
-      findBroadcastLoads(kernel, *arg, root, found);
+      findBroadcastLoads(kernel, *arg, root, rootVar, found, searched);
 }
 
 static int64_t staticElements(const Type &type) {
@@ -91,7 +113,11 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
   if (!root || rootType.getRank() < 2 || rootElements <= 0)
     return;
   std::vector<Candidate> candidates;
-  findBroadcastLoads(kernel, *root->body, *root, candidates);
+  std::map<std::string, std::string> rootVars;
+  for (const std::string &var : root->spatialVars)
+    rootVars[var] = var;
+  std::set<const KStage *> searched;
+  findBroadcastLoads(kernel, *root->body, *root, rootVars, candidates, searched);
   if (candidates.empty())
     return;
   // Every other spatial internal stage is inlined where it is read, so a

@@ -395,6 +395,7 @@ static std::string writeFusionReport(const std::string &path, const FusionReport
   for (const FusionReport::Group &group : report.groups) {
     nlohmann::ordered_json entry;
     entry["function"] = group.function;
+    entry["caller"] = group.caller; // member names are this function's
     entry["kind"] = group.kind;
     if (!group.pattern.empty()) // a composite has its pattern's name instead
       entry["pattern"] = group.pattern;
@@ -424,8 +425,12 @@ static std::string writeFusionReport(const std::string &path, const FusionReport
     }
   root["unfused_by_function"] = byFunction;
   root["dead"] = nlohmann::ordered_json::array();
-  for (const auto &[function, name] : report.dead)
+  nlohmann::ordered_json deadByFunction = nlohmann::ordered_json::object();
+  for (const auto &[function, name] : report.dead) {
     root["dead"].push_back(name);
+    deadByFunction[function].push_back(name);
+  }
+  root["dead_by_function"] = deadByFunction;
   root["decisions"] = nlohmann::ordered_json::array();
   for (const FusionReport::Decision &decision : report.decisions) {
     nlohmann::ordered_json entry;

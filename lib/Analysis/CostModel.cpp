@@ -196,10 +196,28 @@ PlacementCost fusec::estimatePlacement(const KStage &producer, int64_t producerE
 }
 
 PrologueCost fusec::estimatePrologue(double workPerElement, int64_t elements, int64_t bytes,
-                                     int64_t otherExtent, const TargetDesc &target) {
-  int64_t tile = otherExtent >= 128 ? 128 : 64;
+                                     int64_t otherExtent, int64_t tile, const TargetDesc &target) {
   return estimateRecompute(workPerElement, elements, bytes,
                            std::max<int64_t>(1, (otherExtent + tile - 1) / tile), target);
+}
+
+int64_t fusec::matmulBlockTile(int64_t m, int64_t n, int64_t batch, bool tensorCores,
+                               const TargetDesc *target) {
+  if (!tensorCores || m < 16 || n < 16)
+    return m >= 64 && n >= 64 ? 64 : 32;
+  if (m < 32 || n < 32)
+    return 32;
+  bool large = m >= 128 && n >= 128;
+  int64_t bigTiles = batch * ((m + 127) / 128) * ((n + 127) / 128);
+  if (large && target && bigTiles < target->smCount)
+    large = false;
+  return large ? 128 : 64;
+}
+
+bool fusec::targetHasTensorCores(const TargetDesc &target) {
+  int version = 0;
+  llvm::StringRef arch(target.arch);
+  return arch.consume_front("sm_") && !arch.getAsInteger(10, version) && version >= 80;
 }
 
 PrologueCost fusec::estimateRecompute(double workPerElement, int64_t elements, int64_t bytes,

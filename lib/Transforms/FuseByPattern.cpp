@@ -122,7 +122,8 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
   // Groups as sets of bindings; groupOf maps a binding to its group.
   std::vector<std::vector<const Binding *>> groups;
   llvm::DenseMap<const Binding *, int> groupOf;
-  auto decide = [&](const std::string &root, llvm::StringRef action, const std::string &reason) {
+  auto decide = [&](const std::string &root, llvm::StringRef action, const std::string &reason,
+                    std::vector<std::pair<std::string, double>> costs = {}) {
     if (context.remarks)
       *context.remarks << "remark: fuse-by-pattern: @" << function.name << ": " << root << " "
                        << (action == "extra_output"        ? "keeps an extra output in"
@@ -132,7 +133,8 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
                        << pattern.name << (reason.empty() ? "" : ": " + reason) << "\n";
     if (context.report)
       context.report->decisions.push_back({"fuse-by-pattern", function.name, action.str(), reason,
-                                           {{"pattern", pattern.name}, {"root", root}}});
+                                           {{"pattern", pattern.name}, {"root", root}},
+                                           costs});
   };
   auto names = [](const std::vector<const Binding *> &bindings) {
     std::vector<std::string> list;
@@ -148,10 +150,21 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
       continue;
     std::string failure = checkPatternConstraints(pattern, *match, uses);
     std::string separate;
+    PrologueCost prologue;
+    prologue.rereads = 0;
     if (failure.empty() && prologueTarget && isLibraryCodegen(pattern.codegenPrefix()))
-      failure = libraryPrologueVeto(*match, block, uses, *prologueTarget, separate);
+      failure = libraryPrologueVeto(*match, block, uses, *prologueTarget, separate, prologue);
+    // The prologue estimate behind a decision, in the report's `cost`.
+    auto prologueCosts = [&](bool fused) -> std::vector<std::pair<std::string, double>> {
+      if (!prologue.rereads)
+        return {};
+      return {{"fused_us", prologue.fusedUs},
+              {"separate_us", prologue.separateUs},
+              {"chosen_us", fused ? prologue.fusedUs : prologue.separateUs}};
+    };
     if (!separate.empty())
-      decide("%" + binding->getResult()->name, "separate_prologue", separate);
+      decide("%" + binding->getResult()->name, "separate_prologue", separate,
+             prologueCosts(false));
     if (failure.empty() && pattern.check) {
       PatternCheckContext check;
       check.root = binding.get();
@@ -179,7 +192,9 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
     }
     if (!failure.empty()) {
       ++NumRejected;
-      decide("%" + binding->getResult()->name, "rejected", failure);
+      decide("%" + binding->getResult()->name, "rejected", failure,
+             prologue.rereads && prologue.fuse() ? prologueCosts(true)
+                                                 : std::vector<std::pair<std::string, double>>());
       continue;
     }
     int id = int(groups.size());

@@ -108,7 +108,12 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
             work += expressionWork(*stage.body, target, {});
       bool isA = loadsBuffer(*contraction.x, kernel.inputs[i].name);
       int64_t bytes = *elements * dtypeBytes(operand->type.getDType());
-      PrologueCost estimate = estimatePrologue(work, *elements, bytes, isA ? n : m, target);
+      bool halves = contraction.xDType == contraction.yDType &&
+                    (contraction.xDType == DType::f16 || contraction.xDType == DType::bf16);
+      int64_t tile = matmulBlockTile(m, n, contraction.extent(contraction.batch, 1),
+                                     halves && targetHasTensorCores(target), &target);
+      PrologueCost estimate =
+          estimatePrologue(work, *elements, bytes, isA ? n : m, tile, target);
       int64_t rereads = estimate.rereads;
       double fusedUs = estimate.fusedUs, separateUs = estimate.separateUs;
       bool fuse = fusedUs < separateUs;
@@ -152,7 +157,9 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
 /// then `separate` says why a candidate prologue stays its own kernel.
 std::string fusec::libraryPrologueVeto(const PatternMatch &match, const DataflowBlock &block,
                                        const UseMap &uses, const TargetDesc &target,
-                                       std::string &separate) {
+                                       std::string &separate, PrologueCost &estimate) {
+  estimate = PrologueCost();
+  estimate.rereads = 0;
   llvm::DenseSet<const Binding *> inBlock;
   for (const auto &binding : block.bindings)
     inBlock.insert(binding.get());
@@ -165,12 +172,20 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
     auto extent = [](const Dim &dim) { return dim.isStatic() ? dim.size : int64_t(4096); };
     for (size_t i = 0; i < 2 && i < member->operands.size(); ++i) {
       const Value *operand = member->operands[i].value;
-      // The chain of single-use elementwise ops ending at the operand.
+      // The single-use elementwise ops ending at the operand, whatever their
+      // shapes: fuse-ops would group them (a broadcast chain included) and
+      // fuse the whole group as the prologue, so all of them count.
       double work = 0;
-      const Value *value = operand;
       std::string head;
-      while (value && value->definingBinding && inBlock.count(value->definingBinding) &&
-             !llvm::is_contained(match.members, value->definingBinding)) {
+      std::vector<const Value *> pending = {operand};
+      llvm::DenseSet<const Value *> seen;
+      while (!pending.empty()) {
+        const Value *value = pending.back();
+        pending.pop_back();
+        if (!seen.insert(value).second || !value->definingBinding ||
+            !inBlock.count(value->definingBinding) ||
+            llvm::is_contained(match.members, value->definingBinding))
+          continue;
         const Binding *producer = value->definingBinding;
         const OpInfo *info = producer->kind == ExprKind::Op ? lookupOp(producer->callee) : nullptr;
         auto found = uses.find(value);
@@ -178,25 +193,31 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
                          found->second.front() != nullptr;
         bool elementwise = info && (info->opClass == OpClass::Unary ||
                                     info->opClass == OpClass::Binary ||
-                                    info->opClass == OpClass::Ternary) &&
-                           producer->getType() == operand->type;
-        if (!singleUse || !elementwise)
-          break;
+                                    info->opClass == OpClass::Ternary);
+        // The operand itself must be computed at the operand's shape.
+        if (!singleUse || !elementwise || (value == operand && !(producer->getType() == operand->type)))
+          continue;
         std::unique_ptr<Kernel> kernel = legalizeOp(*producer, "probe");
         for (const KStage &stage : kernel->stages)
           work += expressionWork(*stage.body, target, {});
         head = "%" + value->name;
-        value = nullptr;
-        for (const Operand &next : producer->operands) // follow a same-shape operand
-          if (!next.isLiteral() && next.value->type == operand->type)
-            value = next.value;
+        for (const Operand &next : producer->operands)
+          if (!next.isLiteral())
+            pending.push_back(next.value);
       }
       std::optional<int64_t> elements = operand->type.getStaticNumElements();
       if (head.empty() || !elements)
         continue;
-      PrologueCost cost =
-          estimatePrologue(work, *elements, *elements * dtypeBytes(operand->type.getDType()),
-                           extent(i == 0 ? out.back() : out[out.size() - 2]), target);
+      int64_t m = extent(out[out.size() - 2]), n = extent(out.back()), batch = 1;
+      for (size_t d = 0; d + 2 < out.size(); ++d)
+        batch *= extent(out[d]);
+      DType dtype = member->operands[0].value->type.getDType();
+      bool halves = (dtype == DType::f16 || dtype == DType::bf16) &&
+                    member->operands[1].value->type.getDType() == dtype;
+      PrologueCost cost = estimatePrologue(
+          work, *elements, *elements * dtypeBytes(operand->type.getDType()), i == 0 ? n : m,
+          matmulBlockTile(m, n, batch, halves && targetHasTensorCores(target), &target), target);
+      estimate = cost;
       if (!cost.fuse()) {
         llvm::raw_string_ostream note(separate);
         note << "the prologue %" << operand->name << " stays its own kernel: "

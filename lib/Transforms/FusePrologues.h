@@ -46,9 +46,10 @@ int findContraction(const Module &module, const FusionGraph &graph,
 /// single-use elementwise ops that the same estimate would fuse as a
 /// prologue, which a library call cannot apply), or "" — then `separate`
 /// says why a candidate prologue stays its own kernel, if there was one.
+/// `estimate` holds the last prologue estimate made (rereads 0: none).
 std::string libraryPrologueVeto(const PatternMatch &match, const DataflowBlock &block,
                                 const UseMap &uses, const TargetDesc &target,
-                                std::string &separate);
+                                std::string &separate, PrologueCost &estimate);
 
 } // namespace fusec
 

@@ -225,24 +225,22 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::strin
       } else if (halves && m >= 32 && n >= 32) {
         why += ", f16/bf16 operands: tensor cores";
         // Tensor cores: mma.sync m16n8k16 per warp.
-        bool large = m >= 128 && n >= 128;
         // With a target: 128 x 128 tiles that would leave SMs idle (fewer
-        // blocks than SMs) give way to 64 x 64 tiles, four times as many.
+        // blocks than SMs) give way to 64 x 64 tiles, four times as many
+        // (matmulBlockTile, which the prologue estimates share).
         int64_t batch = extent(contraction.batch);
-        int64_t bigTiles = batch * ((m + 127) / 128) * ((n + 127) / 128);
-        if (large && cost.target && bigTiles < cost.target->smCount) {
-          large = false;
-          why += " (" + std::to_string(bigTiles) + " tiles of 128 x 128 for " +
-                 std::to_string(cost.target->smCount) + " SMs on " + cost.target->name +
-                 ": 64 x 64 tiles)";
-        }
+        bool large = matmulBlockTile(m, n, batch, true, cost.target) == 128;
+        if (!large && m >= 128 && n >= 128)
+          why += " (" + std::to_string(batch * ((m + 127) / 128) * ((n + 127) / 128)) +
+                 " tiles of 128 x 128 for " + std::to_string(cost.target->smCount) +
+                 " SMs on " + cost.target->name + ": 64 x 64 tiles)";
         tiles.mma = true;
         tiles.blockM = tiles.blockN = large ? 128 : 64;
         tiles.warpM = large ? 64 : 32;
         tiles.warpN = 32;
         tiles.threads = 32 * (tiles.blockM / tiles.warpM) * (tiles.blockN / tiles.warpN);
       } else {
-        bool large = m >= 64 && n >= 64;
+        bool large = matmulBlockTile(m, n, extent(contraction.batch), false, cost.target) == 64;
         tiles.blockM = tiles.blockN = large ? 64 : 32;
         tiles.threadM = tiles.threadN = large ? 4 : 2;
         tiles.threads = (tiles.blockM / tiles.threadM) * (tiles.blockN / tiles.threadN);

@@ -178,9 +178,9 @@ PlacementCost estimatePlacement(const KStage &producer, int64_t producerElements
 
 /// Whether to apply an elementwise producer of a matmul/convolution operand
 /// as the operand's tiles load (a prologue) or run it as its own kernel.
-/// A tile of the operand is re-read once per tile along the other side
-/// (`otherExtent`: N for the first operand, M for the second; tiles of 128,
-/// 64 below 128).
+/// A tile of the operand is re-read once per block tile along the other
+/// side (`otherExtent`: N for the first operand, M for the second; `tile`:
+/// the schedule's block tile, matmulBlockTile).
 struct PrologueCost {
   int64_t rereads = 1;
   double fusedUs = 0;    // the producer recomputed at every re-read
@@ -188,7 +188,16 @@ struct PrologueCost {
   bool fuse() const { return fusedUs < separateUs; }
 };
 PrologueCost estimatePrologue(double workPerElement, int64_t elements, int64_t bytes,
-                              int64_t otherExtent, const TargetDesc &target);
+                              int64_t otherExtent, int64_t tile, const TargetDesc &target);
+/// The square block tile the matmul schedule rule gives an M x N contraction
+/// (`batch` of them; ScheduleMatmul.cpp uses this choice): with tensor cores
+/// (`tensorCores`: f16/bf16 operands on an arch that has mma.sync) 32 when
+/// M or N is below 32, else 128 when both reach 128 and the 128 x 128 tiles
+/// keep every SM of `target` busy, else 64; SIMT 64 from 64 x 64 up, else 32.
+int64_t matmulBlockTile(int64_t m, int64_t n, int64_t batch, bool tensorCores,
+                        const TargetDesc *target);
+/// Whether `target`'s arch has the tensor-core mma.sync fusec emits (sm_80+).
+bool targetHasTensorCores(const TargetDesc &target);
 /// The same comparison for a producer re-evaluated `factor` times per
 /// element (a broadcast read inside a reduction's loop) against its own
 /// kernel; `rereads` is `factor`.

@@ -193,9 +193,25 @@ private:
         "false", "switch", "case", "break", "continue", "goto", "static", "struct",
         "class", "union", "enum", "new", "delete", "this", "template", "typename",
         "volatile", "register", "extern", "inline", "sizeof", "default", "min", "max",
-        "blockIdx", "threadIdx", "blockDim", "gridDim", "warpSize", "NAN", "INFINITY"};
+        "blockIdx", "threadIdx", "blockDim", "gridDim", "warpSize", "NAN", "INFINITY",
+        // The rest of C++'s keywords, and CUDA's and the prelude's names.
+        "alignas", "alignof", "asm", "catch", "char16_t", "char32_t", "char8_t", "concept",
+        "consteval", "constexpr", "constinit", "const_cast", "co_await", "co_return",
+        "co_yield", "decltype", "dynamic_cast", "explicit", "export", "friend", "mutable",
+        "namespace", "noexcept", "nullptr", "operator", "private", "protected", "public",
+        "reinterpret_cast", "requires", "static_assert", "static_cast", "thread_local",
+        "throw", "try", "typedef", "typeid", "using", "virtual", "wchar_t", "and", "or",
+        "not", "xor", "bitand", "bitor", "compl", "and_eq", "or_eq", "xor_eq", "not_eq",
+        "half", "nv_bfloat16", "uint2", "uint4", "float2", "float4", "int2", "int4",
+        "dim3", "size_t", "assert"};
     std::string base = sanitize(name);
-    if (reserved.count(base) || llvm::StringRef(base).startswith("fc_"))
+    // Identifiers with `_` first are the implementation's (`__shared__`,
+    // `_Pragma`), and names without a lowercase letter may be macros
+    // (`NDEBUG`, `FC_INF`); single letters (`N`) are safe.
+    bool macroLike = base.size() > 1 && llvm::none_of(base, [](char c) { return std::islower(c); });
+    if (base[0] == '_')
+      base = "v" + base;
+    else if (reserved.count(base) || llvm::StringRef(base).startswith("fc_") || macroLike)
       base = "v_" + base;
     std::string candidate = base;
     for (int suffix = 1; taken.count(candidate); ++suffix)
@@ -361,6 +377,25 @@ const char *vectorType(int64_t bytes) {
   }
 }
 
+/// Copies the `bytes` (a power of two) of one lane array between `to` and
+/// `from` (addresses): one access up to 16 bytes, else 16-byte pieces. The
+/// vector width follows the store, so an operand wider than the output
+/// (f32 read into f16) spans several 16-byte pieces.
+static std::vector<std::string> vectorCopy(const std::string &to, const std::string &from,
+                                           int64_t bytes) {
+  if (bytes <= 16) {
+    std::string vec = vectorType(bytes);
+    return {"*reinterpret_cast<" + vec + " *>(" + to + ") = *reinterpret_cast<const " + vec +
+            " *>(" + from + ");"};
+  }
+  std::vector<std::string> lines;
+  for (int64_t piece = 0; piece < bytes / 16; ++piece)
+    lines.push_back("reinterpret_cast<uint4 *>(" + to + ")[" + std::to_string(piece) +
+                    "] = reinterpret_cast<const uint4 *>(" + from + ")[" +
+                    std::to_string(piece) + "];");
+  return lines;
+}
+
 void KernelEmitter::emitVectorLoop(const LStmt &stmt) {
   int64_t width = stmt.extent->intValue;
   std::string lane = varName(stmt.var);
@@ -381,9 +416,10 @@ void KernelEmitter::emitVectorLoop(const LStmt &stmt) {
         first.push_back(substituteVars(index, atLaneZero));
       line("alignas(16) " + std::string(storageType(type.getDType())) + " " + reg + "[" +
            std::to_string(width) + "];");
-      const char *vec = vectorType(width * dtypeBytes(type.getDType()));
-      line("*reinterpret_cast<" + std::string(vec) + " *>(" + reg + ") = *reinterpret_cast<const " +
-           vec + " *>(&" + bufferName(load->name) + "[" + offset(load->name, first) + "]);");
+      for (const std::string &text :
+           vectorCopy(reg, "&" + bufferName(load->name) + "[" + offset(load->name, first) + "]",
+                      width * dtypeBytes(type.getDType())))
+        line(text);
       laneLoads[load] = "fc_ld(" + reg + "[" + lane + "])";
     }
     const Type &type = kernel.findBuffer(store.buffer)->type;
@@ -409,10 +445,10 @@ void KernelEmitter::emitVectorLoop(const LStmt &stmt) {
       std::vector<KExprPtr> first;
       for (const KExprPtr &index : store.indices)
         first.push_back(substituteVars(index, atLaneZero));
-      const char *vec = vectorType(width * dtypeBytes(type.getDType()));
-      line("*reinterpret_cast<" + std::string(vec) + " *>(&" + bufferName(store.buffer) + "[" +
-           offset(store.buffer, first) + "]) = *reinterpret_cast<const " + vec + " *>(" +
-           result + ");");
+      for (const std::string &text :
+           vectorCopy("&" + bufferName(store.buffer) + "[" + offset(store.buffer, first) + "]",
+                      result, width * dtypeBytes(type.getDType())))
+        line(text);
     }
   }
   laneLoads.clear();

@@ -49,6 +49,9 @@ std::string Pass::setOption(llvm::StringRef key, llvm::StringRef value) {
     if (parsed < option->minimum)
       return what + " must be at least " + std::to_string(option->minimum) + ", got " +
              std::to_string(parsed);
+    if (parsed > option->maximum)
+      return what + " must be at most " + std::to_string(option->maximum) + ", got " +
+             std::to_string(parsed);
     option->value = std::to_string(parsed);
     return "";
   }

@@ -58,10 +58,12 @@ class FuseOps final : public Pass {
 public:
   FuseOps() : Pass("fuse-ops") {
     // Below these minimums a value has no meaning of its own, and would
-    // silently turn fusion off.
-    declareOption("max-fused-ops", OptionKind::Int, "256",
-                  "Largest number of ops in one group")
-        .minimum = 1;
+    // silently turn fusion off. A group of more than 1000 ops could lower
+    // to an expression nested deeper than the parser reads back (1024).
+    Option &maxFusedOps = declareOption("max-fused-ops", OptionKind::Int, "256",
+                                        "Largest number of ops in one group (1 to 1000)");
+    maxFusedOps.minimum = 1;
+    maxFusedOps.maximum = 1000;
     declareOption("max-function-args", OptionKind::Int, "0",
                   "Largest number of kernel inputs plus outputs (0: no limit)")
         .minimum = 0;

@@ -82,12 +82,27 @@ TEST_CASE("cost model: work, placements and prologues", "[cost]") {
   CHECK_FALSE(column.computeAtPossible);
   CHECK(column.choice == "materialize");
 
-  // Prologues: relu (1 slot) on a 512x512 f16 operand re-read 4x fuses; a
-  // 160-slot chain on 512x1024 re-read 32x (N = 4096) does not.
-  PrologueCost relu = estimatePrologue(1, 512 * 512, 512 * 512 * 2, 512, target);
-  CHECK(relu.rereads == 4);
+  // Prologues: relu (1 slot) on a 512x512 f16 operand fuses; a 160-slot
+  // chain on 512x1024 with N = 4096 does not. The re-reads follow the
+  // schedule's tile: 64 x 64 at 512 x 512 on an H100 (16 tiles of 128 x 128
+  // would leave SMs idle), 8 re-reads; 64 again at 512 x 4096 (128 tiles
+  // of 128 x 128 for 132 SMs), 64 re-reads.
+  int64_t tile = matmulBlockTile(512, 512, 1, true, &target);
+  CHECK(tile == 64);
+  PrologueCost relu = estimatePrologue(1, 512 * 512, 512 * 512 * 2, 512, tile, target);
+  CHECK(relu.rereads == 8);
   CHECK(relu.fuse());
-  PrologueCost chainPrologue = estimatePrologue(160, 512 * 1024, 512 * 1024 * 2, 4096, target);
-  CHECK(chainPrologue.rereads == 32);
+  int64_t wide = matmulBlockTile(512, 4096, 1, true, &target);
+  CHECK(wide == 64);
+  PrologueCost chainPrologue =
+      estimatePrologue(160, 512 * 1024, 512 * 1024 * 2, 4096, wide, target);
+  CHECK(chainPrologue.rereads == 64);
   CHECK_FALSE(chainPrologue.fuse());
+  // Without the SM check, and without tensor cores: the shape's own tiles.
+  CHECK(matmulBlockTile(512, 512, 1, true, nullptr) == 128);
+  CHECK(matmulBlockTile(4096, 4096, 1, true, &target) == 128);
+  CHECK(matmulBlockTile(24, 512, 1, true, &target) == 32);
+  CHECK(matmulBlockTile(512, 512, 1, false, &target) == 64);
+  CHECK(matmulBlockTile(48, 512, 1, false, &target) == 32);
+  CHECK(targetHasTensorCores(target));
 }

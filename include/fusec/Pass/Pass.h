@@ -79,8 +79,9 @@ public:
     std::string value;
     /// A String option with a fixed set of values: those values.
     std::vector<std::string> choices;
-    /// An Int option: its smallest meaningful value.
+    /// An Int option: its smallest and largest meaningful values.
     int64_t minimum = std::numeric_limits<int64_t>::min();
+    int64_t maximum = std::numeric_limits<int64_t>::max();
     /// Any further check of a String value: why it is wrong, or "".
     std::function<std::string(llvm::StringRef)> check;
   };

@@ -51,19 +51,25 @@ public:
     // The entry's symbolic dims, in first-appearance order, are the model's.
     std::map<std::string, int64_t> symbols;
     std::map<const Value *, std::vector<int>> slots;
-    for (const auto &param : entry.params)
-      for (const Type &field : flatten(param->type)) {
+    for (const auto &param : entry.params) {
+      // A tuple parameter takes one input per field: `t[0]`, `t[1]`, ...
+      std::vector<Type> fields = flatten(param->type);
+      for (size_t k = 0; k < fields.size(); ++k) {
+        const Type &field = fields[k];
+        std::string name =
+            param->type.isTuple() ? param->name + "[" + std::to_string(k) + "]" : param->name;
         for (const Dim &dim : field.getShape())
           if (dim.isSymbolic() && !symbols.count(dim.symbol)) {
             symbols[dim.symbol] = -1 - int64_t(plan.dimNames.size());
             plan.dimNames.push_back(dim.symbol);
           }
-        int slot = addSlot(fusec_rt::SlotDesc::Input, field, symbols, param->name);
+        int slot = addSlot(fusec_rt::SlotDesc::Input, field, symbols, name);
         plan.slots[slot].index = int(plan.inputSlots.size());
         plan.inputSlots.push_back(slot);
-        plan.inputNames.push_back(param->name);
+        plan.inputNames.push_back(name);
         slots[param.get()].push_back(slot);
       }
+    }
     std::vector<int> results;
     if (!walk(entry, symbols, slots, results))
       return errorOut = error, false;

@@ -491,7 +491,7 @@ int fusec::driverMain(int argc, char **argv) {
     return usageError("no input file; give a .fir file, an .onnx model, or - to read stdin");
   // cl::opt cannot tell `--emit=` from no --emit at all, so an empty value
   // would silently mean the default. (`--passes=` is meaningful: no pass.)
-  const std::pair<cl::opt<std::string> *, const char *> needValues[] = {
+  const RequiredValue needValues[] = {
       {&outputFile, "a file name, or - for stdout"},
       {&emitKind, "fir, cuda, ptx or cubin"},
       {&targetDesc, "sm_75, sm_80, sm_86, sm_89, sm_90, h200 or a JSON file"},
@@ -500,10 +500,8 @@ int fusec::driverMain(int argc, char **argv) {
       {&cudaPath, "a directory"},
       {&launcherFile, "a file name ending in .cpp"},
       {&debugOnly, "pass names, comma-separated"}};
-  for (const auto &[option, what] : needValues)
-    if (option->getNumOccurrences() && option->empty())
-      return usageError((option->ArgStr.size() == 1 ? "-" : "--") + option->ArgStr +
-                        " needs a value: " + what);
+  if (std::string empty = findEmptyFlagValue(needValues); !empty.empty())
+    return usageError(empty);
   if (!setLogLevel(logLevel))
     return usageError("--log-level must be trace, debug, info, warn, error or off");
   if (!debugOnly.empty())

@@ -100,15 +100,14 @@ int fusec::runMain(int argc, char **argv) {
     return fail(2, "no input file; give a .fir file, or - to read stdin");
   // cl::opt cannot tell `--outputs=` from no --outputs at all, so an empty
   // value would silently mean the default.
-  const std::pair<cl::opt<std::string> *, const char *> needValues[] = {
+  const RequiredValue needValues[] = {
       {&entry, "a function name"},
       {&outputs, "a directory"},
       {&countersFile, "a file name, or - for stdout"},
       {&expectDir, "a directory"},
       {&cudaPath, "a directory"}};
-  for (const auto &[option, what] : needValues)
-    if (option->getNumOccurrences() && option->empty())
-      return fail(2, "--" + option->ArgStr + " needs a value: " + what);
+  if (std::string empty = findEmptyFlagValue(needValues); !empty.empty())
+    return fail(2, empty);
   if (device != "cpu" && device != "cuda")
     return fail(2, "--device must be cpu or cuda");
   if (bench && device != "cuda")

@@ -333,3 +333,11 @@ std::string fusec::formatFloat(double value, bool forceFloatSyntax) {
     text += ".0";
   return text;
 }
+
+std::string fusec::findEmptyFlagValue(llvm::ArrayRef<RequiredValue> flags) {
+  for (const auto &[option, what] : flags)
+    if (option->getNumOccurrences() && option->empty())
+      return (option->ArgStr.size() == 1 ? "-" : "--") + option->ArgStr.str() +
+             " needs a value: " + what;
+  return "";
+}

@@ -13,7 +13,9 @@
 #define FUSEC_SUPPORT_SUPPORT_H
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -120,6 +122,12 @@ float bfloat16BitsToFloat(uint16_t bits);
 /// "-1.5", "1e-05"). When `forceFloatSyntax` is set the text always lexes
 /// as a float ("2.0", not "2").
 std::string formatFloat(double value, bool forceFloatSyntax);
+
+/// A flag that takes a value and was given an empty one (`--emit=`): the
+/// message "--emit needs a value: <what>", else "". cl::opt cannot tell an
+/// empty value from no flag, which would silently mean the default.
+using RequiredValue = std::pair<llvm::cl::opt<std::string> *, const char *>;
+std::string findEmptyFlagValue(llvm::ArrayRef<RequiredValue> flags);
 
 } // namespace fusec
 

@@ -17,13 +17,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "FunctionSignatures.h"
+#include "GroupOutliner.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
-#include <cctype>
 #include <map>
 #include <set>
 
@@ -176,15 +176,11 @@ bool fusec::expandTupleParams(Module &module, Function &function,
       params.push_back(std::move(param));
       continue;
     }
-    // A numeric tuple name (`%3`) takes a letter: `%3_0` would not parse.
-    std::string base = std::isdigit(static_cast<unsigned char>(param->name[0]))
-                           ? "v" + param->name
-                           : param->name;
     const std::vector<Type> &fields = param->type.getFields();
     fieldCounts.push_back(int(fields.size()));
     for (size_t k = 0; k < fields.size(); ++k) {
       auto field = std::make_unique<Value>();
-      field->name = freshName(base + "_" + std::to_string(k), names);
+      field->name = freshName(tupleFieldName(param->name, int64_t(k)), names);
       field->type = fields[k];
       fieldsOf[param.get()].push_back(field.get());
       params.push_back(std::move(field));
@@ -223,16 +219,13 @@ bool fusec::expandTupleParams(Module &module, Function &function,
         continue;
       }
       Value *tuple = original[i].value;
-      std::string base = std::isdigit(static_cast<unsigned char>(tuple->name[0]))
-                             ? "v" + tuple->name
-                             : tuple->name;
       for (int k = 0; k < fieldCounts[i]; ++k) {
         auto get = std::make_unique<Binding>();
         get->kind = ExprKind::Get;
         get->operands.push_back(Operand::of(tuple));
         get->tupleIndex = k;
         Binding &field = insertBefore(bindings, index, std::move(get),
-                                      freshName(base + "_" + std::to_string(k), known->second),
+                                      freshName(tupleFieldName(tuple->name, k), known->second),
                                       tuple->type.getFields()[size_t(k)]);
         operands.push_back(Operand::of(field.getResult()));
         fieldGets.push_back(field.getResult());

@@ -173,11 +173,8 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
           !memberSet.count(member->operands.front().value->definingBinding);
       if (readsOutsideTuple) {
         memberSet.erase(member);
-        // A numeric tuple name (`%3`) takes a letter: `%3_0` would not parse.
-        std::string tuple = member->operands.front().value->name;
-        if (std::isdigit(static_cast<unsigned char>(tuple[0])))
-          tuple = "v" + tuple;
-        fieldNames[member->getResult()] = tuple + "_" + std::to_string(member->tupleIndex);
+        fieldNames[member->getResult()] =
+            tupleFieldName(member->operands.front().value->name, member->tupleIndex);
       }
       return readsOutsideTuple;
     });

@@ -20,10 +20,18 @@
 #include "fusec/IR/Ops.h"
 #include "fusec/Printer/Printer.h"
 
+#include <cctype>
 #include <functional>
 #include <set>
 
 using namespace fusec;
+
+std::string fusec::tupleFieldName(llvm::StringRef tuple, int64_t index) {
+  std::string base = tuple.str();
+  if (!base.empty() && std::isdigit(static_cast<unsigned char>(base[0])))
+    base = "v" + base;
+  return base + "_" + std::to_string(index);
+}
 
 std::string fusec::fusedNamePart(const Binding &binding) {
   if (binding.kind != ExprKind::Op && binding.kind != ExprKind::Call &&
@@ -197,11 +205,15 @@ GroupOutliner::Result GroupOutliner::outline(
           !isCopiedConstant(operand.value, bindConstants) && seen.insert(operand.value).second)
         result.params.push_back(operand.value);
   if (paramOrder) {
-    auto rank = [&](const Value *v) {
-      return size_t(llvm::find(*paramOrder, v) - paramOrder->begin());
+    llvm::DenseMap<const Value *, size_t> rank;
+    for (size_t i = 0; i < paramOrder->size(); ++i)
+      rank.try_emplace((*paramOrder)[i], i);
+    auto rankOf = [&](const Value *v) {
+      auto it = rank.find(v);
+      return it == rank.end() ? paramOrder->size() : it->second;
     };
     std::stable_sort(result.params.begin(), result.params.end(),
-                     [&](const Value *a, const Value *b) { return rank(a) < rank(b); });
+                     [&](const Value *a, const Value *b) { return rankOf(a) < rankOf(b); });
   }
   // Outputs in TVM's order of discovery along the block: a member that is
   // a block output when its binding is reached, a member read by a

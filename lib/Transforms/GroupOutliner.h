@@ -78,6 +78,11 @@ private:
   llvm::DenseMap<const Binding *, const Binding *> groupOf;
 };
 
+/// The name TVM gives field `index` of tuple `%tuple` passed on its own:
+/// `tuple_index` (`t_0`); a numeric tuple name takes a letter (`v3_0`), as
+/// `%3_0` would not parse.
+std::string tupleFieldName(llvm::StringRef tuple, int64_t index);
+
 /// The name part a binding contributes to `fused_<callees>`: the op
 /// (`nn.relu` -> `relu`), kernel or function it calls; "" for others.
 std::string fusedNamePart(const Binding &binding);

@@ -139,6 +139,9 @@ DType computeDType(DType dtype);
 /// integer limits).
 double lowestValue(DType dtype);
 double highestValue(DType dtype);
+/// The most negative finite value of `dtype` (TVM's `min_value`, which
+/// pads a max pool): -65504 for f16, -FLT_MAX for f32 and bf16's own.
+double lowestFiniteValue(DType dtype);
 /// Converts `e` to `dtype` unless it already has it.
 KExprPtr castTo(KExprPtr e, DType dtype);
 

@@ -352,8 +352,10 @@ static void legalizePool2d(KernelBuilder &b) {
       {KernelBuilder::freshName("rw"), Dim::of(poolSize[1])}};
   KExprPtr x = castTo(b.load(0, read.indices), acc);
   if (b.binding.callee == "nn.max_pool2d") {
+    // The padding holds the dtype's lowest finite value, as TVM pads with
+    // min_value: a window wholly in the padding gives it, not -inf.
     if (read.inBounds)
-      x = KExpr::select(read.inBounds, x, KExpr::literal(lowestValue(acc), acc));
+      x = KExpr::select(read.inBounds, x, KExpr::literal(lowestFiniteValue(dtype), acc));
     b.addReduction(b.outputName(0), vars, "max", window, lowestValue(dtype), acc, x);
     return;
   }

@@ -33,6 +33,15 @@ double fusec::lowestValue(DType dtype) {
   }
 }
 
+double fusec::lowestFiniteValue(DType dtype) {
+  switch (dtype) {
+  case DType::f16: return -65504.0;
+  case DType::bf16: return -3.3895313892515355e38; // (2 - 2^-7) * 2^127
+  case DType::f32: return -3.4028234663852886e38;  // (2 - 2^-23) * 2^127
+  default: return lowestValue(dtype);
+  }
+}
+
 double fusec::highestValue(DType dtype) {
   switch (dtype) {
   case DType::i8: return 127;

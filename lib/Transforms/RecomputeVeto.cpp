@@ -21,7 +21,7 @@
 //      against one launch plus a write and a read of p; when separate is
 //      cheaper, the chain becomes a group of its own (representative p).
 // Every factor > 1 decision is a remark (with both estimates) and a report
-// decision.
+// decision; a refusal's remark is fuse-ops' own for the cut edge.
 //
 //===----------------------------------------------------------------------===//
 #include "FusePrologues.h"
@@ -122,11 +122,15 @@ std::set<int> fusec::vetoRecomputation(const Module &module, const Function &fun
       os.flush();
       const std::string producer = "%" + node.value->name,
                         consumer = "%" + graph.nodes[widest].value->name;
-      if (context.remarks)
+      std::string estimates;
+      llvm::raw_string_ostream(estimates)
+          << "estimated us: fused " << llvm::format("%.3f", cost.fusedUs) << ", separate "
+          << llvm::format("%.3f", cost.separateUs);
+      // A refusal is remarked with the group's other cut edges (FuseOps.cpp),
+      // from partition.reason; only an accepted recomputation needs its own.
+      if (context.remarks && !separate)
         *context.remarks << "remark: fuse-ops: @" << function.name << ": " << producer << " -> "
-                         << consumer << (separate ? ": not fused" : ": fused") << " (" << reason
-                         << "; estimated us: fused " << llvm::format("%.3f", cost.fusedUs)
-                         << ", separate " << llvm::format("%.3f", cost.separateUs) << ")\n";
+                         << consumer << ": fused (" << reason << "; " << estimates << ")\n";
       if (context.report)
         context.report->decisions.push_back(
             {"fuse-ops", function.name, separate ? "separate" : "fused", reason,
@@ -140,7 +144,7 @@ std::set<int> fusec::vetoRecomputation(const Module &module, const Function &fun
         moved.insert(q);
       }
       partition.groupPattern[p] = node.pattern;
-      partition.reason[p] = "vetoed: " + reason;
+      partition.reason[p] = "vetoed: " + reason + "; " + estimates;
     }
   }
   return moved;

@@ -92,16 +92,21 @@ Function *Module::lookupFunction(llvm::StringRef name) const {
 Module::Module() = default;
 Module::~Module() = default;
 
-std::vector<std::string> Module::removeUncalledKernels() {
+std::set<std::string> Module::calledKernels() const {
   std::set<std::string> called;
   for (const auto &function : functions)
     function->forEachBinding([&](const Binding &binding) {
       if (binding.kind == ExprKind::CallKernel)
         called.insert(binding.callee);
     });
+  return called;
+}
+
+std::vector<std::string> Module::removeUncalledKernels(const std::set<std::string> *among) {
+  std::set<std::string> called = calledKernels();
   std::vector<std::string> removed;
   for (auto it = kernels.begin(); it != kernels.end();) {
-    if (called.count((*it)->name)) {
+    if (called.count((*it)->name) || (among && !among->count((*it)->name))) {
       ++it;
       continue;
     }

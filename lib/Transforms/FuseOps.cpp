@@ -14,7 +14,7 @@
 //      in order of first use (a 0-d constant is copied in instead); its
 //      outputs are the members used outside the group or listed in the
 //      block's `output`. A group without outputs is dropped (dead) with a
-//      warning, as TVM does.
+//      warning, as TVM does, with the kernels only it called.
 //   3. Build the function (one dataflow block returning the outputs; several
 //      outputs are a tuple, unpacked at the call site with `get`s that keep
 //      the members' names); identical functions are shared.
@@ -234,6 +234,7 @@ bool FuseOps::run(Module &module, PassContext &context) {
   options.maxFunctionArgs = getIntOption("max-function-args");
   options.maxMerges = getIntOption("max-merges");
   functionTable.clear();
+  std::set<std::string> calledBefore = module.calledKernels();
   size_t original = module.functions.size();
   for (size_t f = 0; f < original; ++f) {
     Function &function = *module.functions[f];
@@ -243,6 +244,10 @@ bool FuseOps::run(Module &module, PassContext &context) {
       if (item.block) // outside blocks nothing is ever fused
         fuseBlock(module, function, *item.block, context);
   }
+  // A dropped dead group takes the kernels only it called along: TVM leaves
+  // them to FuseTIR's closing DCE, and here nothing else would remove them
+  // (uncalled hand-written kernels are kept), so they would be compiled.
+  module.removeUncalledKernels(&calledBefore);
   return true;
 }
 

@@ -323,12 +323,7 @@ static void collectReads(const KExprPtr &e, llvm::StringSet<> &reads) {
 }
 
 bool FuseTIR::run(Module &module, PassContext &context) {
-  std::set<std::string> calledBefore;
-  for (auto &function : module.functions)
-    function->forEachBinding([&](const Binding &binding) {
-      if (binding.kind == ExprKind::CallKernel)
-        calledBefore.insert(binding.callee);
-    });
+  std::set<std::string> calledBefore = module.calledKernels();
   std::vector<std::unique_ptr<Kernel>> created;
   llvm::StringMap<std::vector<size_t>> keptParams; // fused name -> params kept
   llvm::StringSet<> fused;
@@ -419,15 +414,7 @@ bool FuseTIR::run(Module &module, PassContext &context) {
     }
   // The members the merged kernels replace; kernels no function called
   // before this pass (hand-written, say) are not this pass's to remove.
-  std::set<std::string> calledAfter;
-  for (auto &function : module.functions)
-    function->forEachBinding([&](const Binding &binding) {
-      if (binding.kind == ExprKind::CallKernel)
-        calledAfter.insert(binding.callee);
-    });
-  llvm::erase_if(module.kernels, [&](const std::unique_ptr<Kernel> &kernel) {
-    return calledBefore.count(kernel->name) && !calledAfter.count(kernel->name);
-  });
+  module.removeUncalledKernels(&calledBefore);
   return true;
 }
 

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -295,8 +296,11 @@ public:
 
   Function *lookupFunction(llvm::StringRef name) const;
   Kernel *lookupKernel(llvm::StringRef name) const;
-  /// Removes the kernels no function calls; returns their names.
-  std::vector<std::string> removeUncalledKernels();
+  /// The kernels some function's `call_kernel` names.
+  std::set<std::string> calledKernels() const;
+  /// Removes the kernels no function calls (only those among `among`, when
+  /// given: a pass removes what it left uncalled); returns their names.
+  std::vector<std::string> removeUncalledKernels(const std::set<std::string> *among = nullptr);
 };
 
 //===----------------------------------------------------------------------===//

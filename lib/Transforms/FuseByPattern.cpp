@@ -87,8 +87,6 @@ private:
   std::vector<DataflowPattern> given;
   std::optional<TargetDesc> prologueTarget;
   OutlinedFunctionTable functionTable;
-  /// Composite functions created by this run.
-  llvm::StringSet<> composites;
 };
 } // namespace
 
@@ -221,8 +219,11 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
       members.push_back(const_cast<Binding *>(member));
     std::vector<std::string> memberNames = names(group);
     const Value *rootValue = group.back()->getResult(); // outlining moves it to the call
-    GroupOutliner::Result outlined =
-        outliner.outline(members, attrs, getBoolOption("bind-constants"));
+    OutsideFieldReads fields = separateOutsideFieldReads(members);
+    if (members.empty())
+      continue;
+    GroupOutliner::Result outlined = outliner.outline(
+        members, attrs, getBoolOption("bind-constants"), fields.paramNames, &fields.paramOrder);
     if (outlined.function.empty()) {
       logWarning("fuse-by-pattern: dropping the dead match {" + llvm::join(memberNames, ", ") +
                  "} of " + pattern.name + " in @" + function.name + "; run dce first");
@@ -232,7 +233,6 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
       continue;
     }
     ++NumComposites;
-    composites.insert(outlined.function);
     // TVM keeps a match whose intermediate is used outside; say so.
     for (const Value *output : outlined.outputs)
       if (output != rootValue)
@@ -265,12 +265,21 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
 /// Wraps each new composite in `func @<name>_<prefix>` with the codegen
 /// attributes (TVM's CompositeFunctionAnnotator) and calls that instead.
 void FuseByPattern::annotateCodegen(Module &module, const std::vector<Function *> &entries) {
+  // Every composite an entry calls, whichever run made it (TVM's
+  // CompositeFunctionAnnotator looks at the calls, not at the patterns).
+  llvm::StringSet<> called;
+  for (Function *entry : entries)
+    entry->forEachBinding([&](Binding &binding) {
+      if (binding.kind == ExprKind::Call)
+        called.insert(binding.callee);
+    });
   std::map<std::string, std::string> outerOf;
   std::vector<std::unique_ptr<Function>> added;
   for (const auto &function : module.functions) {
-    if (!composites.count(function->name))
-      continue;
     const Attr *composite = function->attrs.get("composite");
+    if (!called.count(function->name) || !composite || composite->kind != Attr::String ||
+        function->attrs.get("codegen"))
+      continue;
     std::string prefix = llvm::StringRef(composite->text).split('.').first.str();
     auto outer = std::make_unique<Function>();
     outer->name = function->name + "_" + prefix;
@@ -322,7 +331,6 @@ bool FuseByPattern::run(Module &module, PassContext &context) {
     prologueTarget = target;
   }
   functionTable.clear();
-  composites.clear();
   std::vector<Function *> entries;
   for (const auto &function : module.functions)
     if (!function->isGroupedFunction())

@@ -92,38 +92,6 @@ private:
 };
 } // namespace
 
-/// The parameter order TVM's FunctionCreator gives a group (block order of
-/// its bindings, `get`s included): a value from outside joins at its first
-/// use, and a tuple from outside joins at its first `get`, expanded into
-/// the fields its `get`s read, in the order of those gets.
-static std::vector<const Value *>
-tvmParamOrder(const std::vector<Binding *> &members,
-              const llvm::DenseSet<const Binding *> &memberSet) {
-  std::vector<std::vector<const Value *>> slots;
-  llvm::DenseMap<const Value *, size_t> tupleSlot;
-  llvm::DenseSet<const Value *> seen;
-  for (const Binding *member : members) {
-    if (member->kind == ExprKind::Get &&
-        !memberSet.count(member->operands.front().value->definingBinding)) {
-      const Value *tuple = member->operands.front().value;
-      auto [it, inserted] = tupleSlot.try_emplace(tuple, slots.size());
-      if (inserted)
-        slots.emplace_back();
-      slots[it->second].push_back(member->getResult());
-      seen.insert(member->getResult());
-      continue;
-    }
-    for (const Operand &operand : member->operands)
-      if (!operand.isLiteral() && !memberSet.count(operand.value->definingBinding) &&
-          seen.insert(operand.value).second)
-        slots.push_back({operand.value});
-  }
-  std::vector<const Value *> order;
-  for (const auto &slot : slots)
-    order.insert(order.end(), slot.begin(), slot.end());
-  return order;
-}
-
 void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block,
                         PassContext &context) {
   FusionGraph graph = buildFusionGraph(module, block);
@@ -155,29 +123,9 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
     if (nodes.size() < 2)
       continue;
     std::vector<Binding *> members;
-    llvm::DenseSet<const Binding *> memberSet;
-    for (int node : nodes) {
+    for (int node : nodes)
       members.push_back(const_cast<Binding *>(graph.nodes[node].binding));
-      memberSet.insert(graph.nodes[node].binding);
-    }
-    // A tuple from outside the group is passed field by field, as TVM does
-    // for partially used tuple parameters: the `get`s that read it stay at
-    // the call site and the function takes the fields it uses.
-    // The function's parameter for a field is `<tuple>_<index>` (TVM's
-    // FunctionCreator names it so).
-    llvm::DenseMap<const Value *, std::string> fieldNames;
-    std::vector<const Value *> paramOrder = tvmParamOrder(members, memberSet);
-    llvm::erase_if(members, [&](Binding *member) {
-      bool readsOutsideTuple =
-          member->kind == ExprKind::Get &&
-          !memberSet.count(member->operands.front().value->definingBinding);
-      if (readsOutsideTuple) {
-        memberSet.erase(member);
-        fieldNames[member->getResult()] =
-            tupleFieldName(member->operands.front().value->name, member->tupleIndex);
-      }
-      return readsOutsideTuple;
-    });
+    OutsideFieldReads fields = separateOutsideFieldReads(members);
     // TVM counts the `get`s among the group's nodes (num_nodes > 1), so a
     // group of one op and the gets it reads still becomes a function.
     if (members.empty())
@@ -186,7 +134,7 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
     for (Binding *member : members)
       memberNames.push_back("%" + member->getResult()->name);
     GroupOutliner::Result outlined =
-        outliner.outline(members, Attrs(), false, fieldNames, &paramOrder);
+        outliner.outline(members, Attrs(), false, fields.paramNames, &fields.paramOrder);
     if (outlined.function.empty()) {
       logWarning("fuse-ops: dropping the dead group {" + llvm::join(memberNames, ", ") +
                  "} in @" + function.name + "; run dce first");

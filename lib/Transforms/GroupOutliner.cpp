@@ -2,14 +2,16 @@
 //
 // Algorithm, per group (see GroupOutliner.h for the contract):
 //   1. Parameters: values the members use from outside, in first-use order,
-//      except constants copied into the function. Outputs: members used by
-//      a non-member, the block's `output` or the return, in the order a
-//      walk of the block discovers them (TVM's CollectFuncBoundary).
+//      except constants copied into the function. Outputs: the members in
+//      the block's `output` (or the return), in binding order, then those a
+//      non-member reads, in the order the block reads them (TVM's
+//      CollectFuncBindings, then CollectFuncBoundary).
 //   2. The function: one dataflow block of the copied members returning the
 //      outputs (a tuple for several). Its text with v0, v1, ... for names is the
 //      sharing key, so that groups equal up to renaming share one function.
-//   3. The call stands for the group; outputs keep their Value objects,
-//      so every later use stays valid.
+//   3. The call stands for the group, its `get`s in the members' binding
+//      order; outputs keep their Value objects, so every later use stays
+//      valid.
 // Then, per block: bindings re-ordered as TVM's TopoSortByGroupDep orders
 // them (groups by first binding, each after the groups it reads, its call
 // and gets together), orphaned constants dropped, and a topological check
@@ -31,6 +33,53 @@ std::string fusec::tupleFieldName(llvm::StringRef tuple, int64_t index) {
   if (!base.empty() && std::isdigit(static_cast<unsigned char>(base[0])))
     base = "v" + base;
   return base + "_" + std::to_string(index);
+}
+
+/// The parameter order TVM's FunctionCreator gives a group (block order of
+/// its bindings, `get`s included): a value from outside joins at its first
+/// use, and a tuple from outside joins at its first `get`, expanded into
+/// the fields its `get`s read, in the order of those gets.
+static std::vector<const Value *>
+tvmParamOrder(const std::vector<Binding *> &members,
+              const llvm::DenseSet<const Binding *> &memberSet) {
+  std::vector<std::vector<const Value *>> slots;
+  llvm::DenseMap<const Value *, size_t> tupleSlot;
+  llvm::DenseSet<const Value *> seen;
+  for (const Binding *member : members) {
+    if (member->kind == ExprKind::Get &&
+        !memberSet.count(member->operands.front().value->definingBinding)) {
+      const Value *tuple = member->operands.front().value;
+      auto [it, inserted] = tupleSlot.try_emplace(tuple, slots.size());
+      if (inserted)
+        slots.emplace_back();
+      slots[it->second].push_back(member->getResult());
+      seen.insert(member->getResult());
+      continue;
+    }
+    for (const Operand &operand : member->operands)
+      if (!operand.isLiteral() && !memberSet.count(operand.value->definingBinding) &&
+          seen.insert(operand.value).second)
+        slots.push_back({operand.value});
+  }
+  std::vector<const Value *> order;
+  for (const auto &slot : slots)
+    order.insert(order.end(), slot.begin(), slot.end());
+  return order;
+}
+
+OutsideFieldReads fusec::separateOutsideFieldReads(std::vector<Binding *> &members) {
+  OutsideFieldReads fields;
+  llvm::DenseSet<const Binding *> memberSet(members.begin(), members.end());
+  fields.paramOrder = tvmParamOrder(members, memberSet);
+  llvm::erase_if(members, [&](Binding *member) {
+    bool readsOutsideTuple = member->kind == ExprKind::Get &&
+                             !memberSet.count(member->operands.front().value->definingBinding);
+    if (readsOutsideTuple)
+      fields.paramNames[member->getResult()] =
+          tupleFieldName(member->operands.front().value->name, member->tupleIndex);
+    return readsOutsideTuple;
+  });
+  return fields;
 }
 
 std::string fusec::fusedNamePart(const Binding &binding) {
@@ -215,23 +264,21 @@ GroupOutliner::Result GroupOutliner::outline(
     std::stable_sort(result.params.begin(), result.params.end(),
                      [&](const Value *a, const Value *b) { return rankOf(a) < rankOf(b); });
   }
-  // Outputs in TVM's order of discovery along the block: a member that is
-  // a block output when its binding is reached, a member read by a
-  // non-member when that reader is reached.
+  // Outputs in TVM's order: first the members that are block outputs, in
+  // binding order (CollectFuncBindings appends them), then the members read
+  // by a non-member, in the order the block reads them (CollectFuncBoundary).
   auto addOutput = [&](Value *value) {
     if (!llvm::is_contained(result.outputs, value))
       result.outputs.push_back(value);
   };
-  for (const auto &binding : block.bindings) {
-    if (memberSet.count(binding.get())) {
-      if (usedByReturnOrOutput.count(binding->getResult()))
-        addOutput(binding->getResult());
-      continue;
-    }
-    for (const Operand &operand : binding->operands)
-      if (!operand.isLiteral() && memberSet.count(operand.value->definingBinding))
-        addOutput(operand.value);
-  }
+  for (const auto &binding : block.bindings)
+    if (memberSet.count(binding.get()) && usedByReturnOrOutput.count(binding->getResult()))
+      addOutput(binding->getResult());
+  for (const auto &binding : block.bindings)
+    if (!memberSet.count(binding.get()))
+      for (const Operand &operand : binding->operands)
+        if (!operand.isLiteral() && memberSet.count(operand.value->definingBinding))
+          addOutput(operand.value);
   // Readers outside the block (they read block outputs, found above).
   for (Binding *member : members)
     for (const Binding *user : uses.lookup(member->getResult()))
@@ -273,14 +320,19 @@ GroupOutliner::Result GroupOutliner::outline(
   call->result->definingBinding = call.get();
   Value *callValue = call->getResult();
   replacement.push_back(std::move(call));
+  // The `get`s follow the members' binding order, not the tuple's (TVM
+  // emits them from pending_tuple_get, filled as the bindings are visited).
   if (outputs.size() > 1)
-    for (size_t k = 0; k < outputs.size(); ++k) {
+    for (const auto &binding : block.bindings) {
+      auto found = llvm::find(outputs, binding->getResult());
+      if (!memberSet.count(binding.get()) || found == outputs.end())
+        continue;
       auto get = std::make_unique<Binding>();
       get->kind = ExprKind::Get;
       get->operands.push_back(Operand::of(callValue));
-      get->tupleIndex = int64_t(k);
-      get->loc = outputs[k]->definingBinding->loc;
-      get->result = std::move(outputs[k]->definingBinding->result);
+      get->tupleIndex = int64_t(found - outputs.begin());
+      get->loc = binding->loc;
+      get->result = std::move(binding->result);
       get->result->definingBinding = get.get();
       replacement.push_back(std::move(get));
     }

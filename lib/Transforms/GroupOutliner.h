@@ -83,6 +83,17 @@ private:
 /// `%3_0` would not parse.
 std::string tupleFieldName(llvm::StringRef tuple, int64_t index);
 
+/// A tuple from outside a group is passed field by field, as TVM does for
+/// partially used tuple parameters: the `get`s that read it stay at the
+/// call site (they are removed from `members`) and the function takes the
+/// fields, each named `<tuple>_<index>` as TVM's FunctionCreator names it,
+/// joining the parameters at the tuple's first `get`.
+struct OutsideFieldReads {
+  llvm::DenseMap<const Value *, std::string> paramNames;
+  std::vector<const Value *> paramOrder;
+};
+OutsideFieldReads separateOutsideFieldReads(std::vector<Binding *> &members);
+
 /// The name part a binding contributes to `fused_<callees>`: the op
 /// (`nn.relu` -> `relu`), kernel or function it calls; "" for others.
 std::string fusedNamePart(const Binding &binding);

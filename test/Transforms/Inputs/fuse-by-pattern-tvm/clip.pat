@@ -1,0 +1,3 @@
+pattern @x.clip {
+  %c = clip(%x)
+}

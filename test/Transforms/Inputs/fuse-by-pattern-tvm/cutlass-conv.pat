@@ -1,0 +1,3 @@
+pattern @cutlass.conv2d {
+  %c = nn.conv2d(%data, %weight)
+}

@@ -1,0 +1,4 @@
+pattern @t.exp_add {
+  %e = exp(%x)
+  %s = add(%e, %y)
+}

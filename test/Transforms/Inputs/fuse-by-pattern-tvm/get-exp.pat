@@ -1,0 +1,4 @@
+pattern @t.get_exp {
+  %g = get(%t, 1)
+  %e = exp(%g)
+}

@@ -1,0 +1,3 @@
+pattern @cutlass.multiply {
+  %m = multiply(%x, %y)
+}

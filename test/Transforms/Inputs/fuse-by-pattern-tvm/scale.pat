@@ -1,0 +1,4 @@
+pattern @t.scale_exp {
+  %s = multiply(%x, %c)
+  %e = exp(%s)
+}

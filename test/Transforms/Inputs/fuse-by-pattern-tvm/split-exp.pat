@@ -1,0 +1,5 @@
+pattern @t.split_exp {
+  %t = split(%x)
+  %g = get(%t, 1)
+  %e = exp(%g)
+}

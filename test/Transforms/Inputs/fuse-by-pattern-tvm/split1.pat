@@ -1,0 +1,3 @@
+pattern @x.split {
+  %s = split(%inp)
+}

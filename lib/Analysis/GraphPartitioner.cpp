@@ -25,8 +25,15 @@
 
 using namespace fusec;
 
-FusionGraph fusec::buildFusionGraph(const Module &module, const DataflowBlock &block) {
+FusionGraph fusec::buildFusionGraph(const Module &module, const Function &function,
+                                    const DataflowBlock &block) {
   FusionGraph graph;
+  // TVM's packed parameters: fetching one from its tuple is opaque, so the
+  // fetches at a function's start do not reorder what fuses.
+  llvm::DenseSet<const Value *> packedParams;
+  if (const Attr *numInput = function.attrs.get("num_input"); numInput && numInput->kind == Attr::Int)
+    for (size_t k = size_t(std::max<int64_t>(numInput->intValue, 0)); k < function.params.size(); ++k)
+      packedParams.insert(function.params[k].get());
   llvm::DenseMap<const Value *, int> nodeOf;
   llvm::DenseSet<const Value *> outputs(block.outputs.begin(), block.outputs.end());
   auto nodeFor = [&](const Value *value) {
@@ -55,7 +62,8 @@ FusionGraph fusec::buildFusionGraph(const Module &module, const DataflowBlock &b
       if (kind && kind->kind == Attr::String)
         node.pattern = parsePatternKind(kind->text).value_or(OpPatternKind::Opaque);
     } else if (binding->kind == ExprKind::Get) {
-      node.pattern = OpPatternKind::Injective;
+      node.pattern = packedParams.count(binding->operands.front().value) ? OpPatternKind::Opaque
+                                                                         : OpPatternKind::Injective;
     }
     graph.nodes.push_back(node);
     int index = int(graph.nodes.size() - 1);

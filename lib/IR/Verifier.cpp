@@ -11,8 +11,8 @@
 // Both check calls (arity, argument types, symbolic dims bound
 // consistently), return types, that every symbolic dim is bound by a
 // parameter, the types of the function attributes passes read (`primitive`
-// a bool; `composite`, `codegen`, `global_symbol` strings), and that the
-// call graph has no cycle.
+// a bool; `composite`, `codegen`, `global_symbol` strings; `num_input` an
+// integer >= 0), and that the call graph has no cycle.
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/IR/IR.h"
@@ -387,6 +387,9 @@ bool Checker::checkAttrs(const Function &function) {
     if (entry.name == "primitive" && entry.value.kind != Attr::Bool)
       return error(loc, "attribute 'primitive' of '@" + function.name +
                             "' must be 'true' or 'false', got " + entry.value.str());
+    if (entry.name == "num_input" && (entry.value.kind != Attr::Int || entry.value.intValue < 0))
+      return error(loc, "attribute 'num_input' of '@" + function.name +
+                            "' must be a non-negative integer, got " + entry.value.str());
     if (isString && entry.value.kind != Attr::String)
       return error(loc, "attribute '" + entry.name + "' of '@" + function.name +
                             "' must be a string, got " + entry.value.str());

@@ -94,7 +94,7 @@ private:
 
 void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block,
                         PassContext &context) {
-  FusionGraph graph = buildFusionGraph(module, block);
+  FusionGraph graph = buildFusionGraph(module, function, block);
   Partition partition = partitionGraph(graph, options);
   std::set<int> prologues;
   if (vetoTarget)

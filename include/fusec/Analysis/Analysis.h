@@ -60,9 +60,12 @@ struct FusionGraph {
   std::vector<Node> nodes;
 };
 
-/// Builds the graph of `block`; kernel calls take their kernel's
-/// `op_pattern`, `get` is injective, everything else opaque.
-FusionGraph buildFusionGraph(const Module &module, const DataflowBlock &block);
+/// Builds the graph of `block` of `function`; kernel calls take their
+/// kernel's `op_pattern`, `get` is injective, everything else opaque. A
+/// `get` of a packed-parameter tuple (a parameter at or after the
+/// function's `num_input` attribute, as in TVM) is opaque too.
+FusionGraph buildFusionGraph(const Module &module, const Function &function,
+                             const DataflowBlock &block);
 
 struct PartitionOptions {
   int64_t maxFusedOps = 256;

@@ -10,10 +10,12 @@
 //   liftTensorConstants: 1. each tensor constant binding of the function
 //   becomes a trailing parameter; 2. each call site defines a copy of it
 //   just before the call and passes it.
-//   expandTupleParams: 1. a tuple parameter read only by `get`s (none of
-//   them an output) is replaced, in place, by one parameter per field and
-//   the gets are removed; 2. each call site takes the fields with `get`s
-//   just before the call and passes them.
+//   expandTupleParams, one nesting level at a time: 1. each tuple parameter
+//   is replaced, in place, by one parameter per field; its gets read the
+//   field (one that is an output becomes an alias of it), a use of the
+//   whole tuple reads a `tuple` of the fields bound at the start; 2. each
+//   call site takes the fields with `get`s just before the call and passes
+//   them.
 //
 //===----------------------------------------------------------------------===//
 #include "FunctionSignatures.h"
@@ -138,40 +140,28 @@ bool fusec::liftTensorConstants(Module &module, Function &function) {
   return true;
 }
 
-bool fusec::expandTupleParams(Module &module, Function &function,
-                              std::vector<const Value *> &fieldGets) {
-  // The tuple parameters read only by gets that are not outputs.
-  llvm::DenseSet<const Value *> escaping;
+/// One level of expandTupleParams: every tuple parameter becomes its
+/// fields (a field that is a tuple is expanded by the next level).
+static bool expandTupleParamsOnce(Module &module, Function &function,
+                                  std::vector<const Value *> &fieldGets) {
+  if (llvm::none_of(function.params, [](const auto &param) { return param->type.isTuple(); }))
+    return false;
+  llvm::DenseSet<const Value *> escaping; // returned or a block output
   for (const Operand &operand : function.returnValues)
     if (!operand.isLiteral())
       escaping.insert(operand.value);
   for (const BodyItem &item : function.body)
     if (item.block)
       escaping.insert(item.block->outputs.begin(), item.block->outputs.end());
-  llvm::DenseSet<const Value *> expandable;
-  for (const auto &param : function.params)
-    if (param->type.isTuple() && llvm::all_of(param->type.getFields(), [](const Type &field) {
-          return field.isTensor();
-        }))
-      expandable.insert(param.get());
-  function.forEachBinding([&](const Binding &binding) {
-    for (const Operand &operand : binding.operands)
-      if (!operand.isLiteral() && expandable.count(operand.value) &&
-          (binding.kind != ExprKind::Get || escaping.count(binding.getResult())))
-        expandable.erase(operand.value);
-  });
-  for (const Value *value : escaping)
-    expandable.erase(value);
-  if (expandable.empty())
-    return false;
 
-  // 1. The function: fields in place of each such tuple, its gets removed.
+  // 1. The function: fields in place of each tuple parameter.
   std::set<std::string> names = valueNames(function);
-  std::vector<int> fieldCounts; // per original parameter; -1: kept whole
+  std::vector<int> fieldCounts; // per original parameter; -1: not a tuple
   llvm::DenseMap<const Value *, std::vector<Value *>> fieldsOf;
   std::vector<std::unique_ptr<Value>> params;
+  std::vector<std::unique_ptr<Value>> expanded; // kept alive until rewired
   for (auto &param : function.params) {
-    if (!expandable.count(param.get())) {
+    if (!param->type.isTuple()) {
       fieldCounts.push_back(-1);
       params.push_back(std::move(param));
       continue;
@@ -185,18 +175,23 @@ bool fusec::expandTupleParams(Module &module, Function &function,
       fieldsOf[param.get()].push_back(field.get());
       params.push_back(std::move(field));
     }
+    expanded.push_back(std::move(param));
   }
+  // A `get` of such a tuple reads its field instead; one whose value is an
+  // output stays, as an alias of the field (its value object is listed).
   llvm::DenseMap<const Value *, Value *> replacement; // get result -> field
-  function.forEachBinding([&](const Binding &binding) {
-    if (binding.kind == ExprKind::Get && fieldsOf.count(binding.operands.front().value))
-      replacement[binding.getResult()] =
-          fieldsOf[binding.operands.front().value][size_t(binding.tupleIndex)];
-  });
   function.forEachBinding([&](Binding &binding) {
-    for (Operand &operand : binding.operands)
-      if (!operand.isLiteral())
-        if (auto it = replacement.find(operand.value); it != replacement.end())
-          operand.value = it->second;
+    if (binding.kind != ExprKind::Get || binding.operands.front().isLiteral() ||
+        !fieldsOf.count(binding.operands.front().value))
+      return;
+    Value *field = fieldsOf[binding.operands.front().value][size_t(binding.tupleIndex)];
+    if (!escaping.count(binding.getResult())) {
+      replacement[binding.getResult()] = field;
+      return;
+    }
+    binding.kind = ExprKind::Alias;
+    binding.operands = {Operand::of(field)};
+    binding.tupleIndex = 0;
   });
   auto isRemoved = [&](const std::unique_ptr<Binding> &binding) {
     return binding && replacement.count(binding->getResult());
@@ -205,6 +200,46 @@ bool fusec::expandTupleParams(Module &module, Function &function,
     if (item.block)
       llvm::erase_if(item.block->bindings, isRemoved);
   llvm::erase_if(function.body, [&](const BodyItem &item) { return isRemoved(item.binding); });
+  // A tuple used whole (passed on, returned) is rebuilt from its fields by
+  // a `tuple` binding at the start, as TVM's ExpandTupleArguments binds it.
+  llvm::DenseMap<const Value *, Value *> rebuilt;
+  auto rebuild = [&](const Value *tuple) {
+    auto [it, inserted] = rebuilt.try_emplace(tuple, nullptr);
+    if (!inserted)
+      return it->second;
+    auto binding = std::make_unique<Binding>();
+    binding->kind = ExprKind::Tuple;
+    binding->loc = function.loc;
+    for (Value *field : fieldsOf[tuple])
+      binding->operands.push_back(Operand::of(field));
+    binding->result = std::make_unique<Value>();
+    binding->result->name = tuple->name;
+    binding->result->type = tuple->type;
+    binding->result->definingBinding = binding.get();
+    it->second = binding->getResult();
+    if (!function.body.empty() && function.body.front().block)
+      function.body.front().block->bindings.insert(
+          function.body.front().block->bindings.begin(), std::move(binding));
+    else
+      function.body.insert(function.body.begin(), BodyItem{std::move(binding), nullptr});
+    return it->second;
+  };
+  auto rewire = [&](Operand &operand) {
+    if (operand.isLiteral())
+      return;
+    if (auto it = replacement.find(operand.value); it != replacement.end())
+      operand.value = it->second;
+    else if (fieldsOf.count(operand.value))
+      operand.value = rebuild(operand.value);
+  };
+  std::vector<Binding *> bindings;
+  function.forEachBinding([&](Binding &binding) { bindings.push_back(&binding); });
+  for (Binding *binding : bindings)
+    if (binding->kind != ExprKind::Tuple || !rebuilt.count(binding->getResult()))
+      for (Operand &operand : binding->operands)
+        rewire(operand);
+  for (Operand &operand : function.returnValues)
+    rewire(operand);
   function.params = std::move(params);
 
   // 2. The call sites: the fields taken by gets just before the call.
@@ -234,4 +269,12 @@ bool fusec::expandTupleParams(Module &module, Function &function,
     bindings[index]->operands = std::move(operands);
   });
   return true;
+}
+
+bool fusec::expandTupleParams(Module &module, Function &function,
+                              std::vector<const Value *> &fieldGets) {
+  bool changed = false;
+  while (expandTupleParamsOnce(module, function, fieldGets))
+    changed = true;
+  return changed;
 }

@@ -18,12 +18,13 @@ namespace fusec {
 /// site just before the call. Returns whether anything moved.
 bool liftTensorConstants(Module &module, Function &function);
 
-/// TVM's ExpandTupleArguments: a tuple parameter that the function reads
-/// only through `get`s becomes one parameter per field (`<tuple>_<index>`),
-/// and every call site passes the fields, taken by `get`s just before the
-/// call (their results are added to `fieldGets`, so that the caller can
-/// drop those whose field the merged kernel does not read). Tuples of
-/// tuples and tuples used whole stay. Returns whether anything changed.
+/// TVM's ExpandTupleArguments: a tuple parameter becomes one parameter per
+/// field (`<tuple>_<index>`; nested tuples are flattened), and every call
+/// site passes the fields, taken by `get`s just before the call (their
+/// results are added to `fieldGets`, so that the caller can drop those
+/// whose field the merged kernel does not read). Inside, the tuple's `get`s
+/// read the fields, and a use of the whole tuple reads a `tuple` of them.
+/// Returns whether anything changed.
 bool expandTupleParams(Module &module, Function &function,
                        std::vector<const Value *> &fieldGets);
 

@@ -128,10 +128,21 @@ TEST_CASE("split returns a tuple", "[infer][injective]") {
                  "(f32[4,0], f32[4,6], f32[4,0])");
     CHECK_INFERS("%x: f32[10]", "split(%x) {indices_or_sections = []}", "(f32[10])");
   }
+  SECTION("by indices out of order (NumPy and TVM: the section between is empty)") {
+    CHECK_INFERS("%x: f32[10]", "split(%x) {indices_or_sections = [5, 2]}",
+                 "(f32[5], f32[0], f32[8])");
+    CHECK_INFERS("%x: f32[10]", "split(%x) {indices_or_sections = [7, 3, 5]}",
+                 "(f32[7], f32[0], f32[2], f32[5])");
+  }
   SECTION("error") {
     const char *zero = "split(%x) {indices_or_sections = 0}";
     CHECK(inferError("%x: f32[4]", zero) ==
           at(zero, "0}", "split needs a positive number of sections"));
+    const char *negative = "split(%x) {indices_or_sections = [2, -1]}";
+    CHECK(inferError("%x: f32[4]", negative) ==
+          at(negative, "[2, -1]}",
+             "split indices must be non-negative (NumPy counts a negative one from the end, "
+             "TVM clamps it to 0)"));
   }
 }
 

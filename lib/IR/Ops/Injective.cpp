@@ -227,6 +227,23 @@ static std::optional<Type> inferConcat(InferContext &ctx) {
   return Type::tensor(first.getDType(), shape);
 }
 
+/// The [begin, end) sections of a dim of `size` split at a list of
+/// non-negative indices: each from the previous index (0 first) to the
+/// next (`size` last), clamped to the dim; one between a larger and a
+/// smaller index is empty (NumPy's and TVM's rule).
+static std::vector<std::pair<int64_t, int64_t>> splitIndexRanges(int64_t size,
+                                                                  const Attr &spec) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  int64_t begin = 0;
+  for (const Attr &index : spec.list) {
+    int64_t end = std::clamp<int64_t>(index.intValue, 0, size);
+    ranges.push_back({begin, std::max(begin, end)});
+    begin = end;
+  }
+  ranges.push_back({begin, size});
+  return ranges;
+}
+
 static std::optional<Type> inferSplit(InferContext &ctx) {
   const Type &input = ctx.operand(0);
   if (input.getRank() == 0)
@@ -263,16 +280,14 @@ static std::optional<Type> inferSplit(InferContext &ctx) {
     if (dim.isSymbolic())
       return ctx.error("split at indices along the symbolic dimension '" +
                        dim.symbol + "' is not supported");
-    int64_t begin = 0;
-    for (const Attr &index : spec.list) {
-      int64_t end = std::clamp<int64_t>(index.intValue, 0, dim.size);
-      if (index.intValue < begin)
+    // NumPy and TVM agree on indices out of order (a section between a
+    // larger and a smaller index is empty), not on negative ones.
+    for (const Attr &index : spec.list)
+      if (index.intValue < 0)
         return ctx.errorAtAttr("indices_or_sections",
-                               "split indices must be non-negative and sorted");
-      ranges.push_back({begin, end});
-      begin = end;
-    }
-    ranges.push_back({begin, dim.size});
+                               "split indices must be non-negative (NumPy counts a negative "
+                               "one from the end, TVM clamps it to 0)");
+    ranges = splitIndexRanges(dim.size, spec);
   }
   std::vector<Type> fields;
   for (auto [begin, end] : ranges) {
@@ -482,8 +497,15 @@ static void legalizeConcat(KernelBuilder &b) {
 static void legalizeSplit(KernelBuilder &b) {
   int64_t rank = b.operandType(0).getRank();
   int64_t axis = b.axes("axis", rank, {0}).front();
+  const Attr *spec = b.attr("indices_or_sections");
+  const Dim &dim = b.operandType(0).getShape()[axis];
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  if (spec && spec->kind == Attr::List && dim.isStatic())
+    ranges = splitIndexRanges(dim.size, *spec);
   int64_t begin = 0;
   for (size_t k = 0; k < b.resultType.getFields().size(); ++k) {
+    if (k < ranges.size())
+      begin = ranges[k].first;
     auto vars = KernelBuilder::varNames("i", rank);
     std::vector<KExprPtr> indices = KernelBuilder::vars(vars);
     indices[axis] = addExpr(indices[axis], KExpr::intConst(begin));

@@ -82,6 +82,9 @@ TEST_CASE("matmul follows np.matmul", "[infer][complex]") {
   CHECK_INFERS("%a: f16[b,s,k], %b: f16[k,m]", "matmul(%a, %b)", "f16[b,s,m]");
   CHECK_INFERS("%a: f16[4,8], %b: f16[8,2]", "matmul(%a, %b) {out_dtype = \"f32\"}", "f32[4,2]");
   CHECK_INFERS("%a: i8[4,8], %b: i8[8,2]", "matmul(%a, %b) {out_dtype = \"i32\"}", "i32[4,2]");
+  // TVM's test_matmul_infer_struct_info: two dtypes with an out_dtype.
+  CHECK_INFERS("%a: f16[2,1,4,5], %b: f32[6,1,3,5,7]", "matmul(%a, %b) {out_dtype = \"f16\"}",
+               "f16[6,2,3,4,7]");
   SECTION("errors") {
     const char *expr = "matmul(%a, %b)";
     CHECK(inferError("%a: f32[2,3], %b: f32[4,5]", expr) ==
@@ -90,7 +93,7 @@ TEST_CASE("matmul follows np.matmul", "[infer][complex]") {
           at(expr, "matmul", "matmul batch dimensions do not broadcast: f32[2,3,4] x f32[5,4,6]: "
                              "dimension 0 is 2 vs 5"));
     CHECK(inferError("%a: f32[2,3], %b: f16[3,4]", expr) ==
-          at(expr, "%b", "matmul operands have different dtypes f32 and f16"));
+          at(expr, "%b", "matmul operands have different dtypes f32 and f16; give an out_dtype"));
     CHECK(inferError("%a: f32[], %b: f32[3]", expr) ==
           at(expr, "matmul", "matmul operands must have rank >= 1, got f32[] and f32[3]"));
   }

@@ -16,12 +16,15 @@ using namespace fusec;
 
 static std::optional<Type> inferMatmul(InferContext &ctx) {
   const Type &a = ctx.operand(0), &b = ctx.operand(1);
-  if (a.getDType() != b.getDType())
+  // As TVM's InferStructInfoMatmul: operands of two dtypes need an
+  // out_dtype, which each is cast to.
+  if (a.getDType() != b.getDType() && !ctx.attr("out_dtype"))
     return ctx.errorAtOperand(1, "matmul operands have different dtypes " +
                                      dtypeName(a.getDType()) + " and " +
-                                     dtypeName(b.getDType()));
-  if (a.getDType() == DType::boolean)
-    return ctx.errorAtOperand(0, "matmul requires numeric operands");
+                                     dtypeName(b.getDType()) + "; give an out_dtype");
+  for (int k = 0; k < 2; ++k)
+    if (ctx.operand(k).getDType() == DType::boolean)
+      return ctx.errorAtOperand(k, "matmul requires numeric operands");
   if (a.getRank() == 0 || b.getRank() == 0)
     return ctx.error("matmul operands must have rank >= 1, got " + a.str() +
                      " and " + b.str());
@@ -247,6 +250,20 @@ static KExprPtr both(KExprPtr a, KExprPtr b) {
   return a ? (b ? KExpr::binary(KExpr::And, a, b) : a) : b;
 }
 
+/// Whether every value of `from` is a value of `to`.
+static bool castKeepsValues(DType from, DType to) {
+  auto intBits = [](DType t) {
+    return t == DType::i8 ? 8 : t == DType::i32 ? 32 : t == DType::i64 ? 64 : 0;
+  };
+  if (from == to)
+    return true;
+  if (intBits(from) && intBits(to))
+    return intBits(from) < intBits(to);
+  if (from == DType::i8)
+    return isFloatDType(to);
+  return (from == DType::f16 || from == DType::bf16) && to == DType::f32;
+}
+
 static void legalizeMatmul(KernelBuilder &b) {
   Shape left = b.operandType(0).getShape(), right = b.operandType(1).getShape();
   bool leftVector = left.size() == 1, rightVector = right.size() == 1;
@@ -274,9 +291,18 @@ static void legalizeMatmul(KernelBuilder &b) {
   w.push_back(r);
   if (!rightVector)
     w.push_back(outVars.back());
-  DType acc = computeDType(b.resultType.getDType());
-  KExprPtr product = KExpr::call(
-      "multiply", {castTo(b.load(0, a), acc), castTo(b.load(1, w), acc)}, acc);
+  // Each operand is cast to the result's dtype (TVM's te_matmul casts to
+  // out_dtype), then accumulated in its compute dtype. A cast that keeps
+  // every value is left out, so that a tiled schedule still stages the
+  // operand as stored (i8 tiles for an i8 x i8 -> i32 matmul).
+  DType dtype = b.resultType.getDType(), acc = computeDType(dtype);
+  auto operand = [&](KExprPtr load) {
+    if (!castKeepsValues(load->dtype, dtype))
+      load = castTo(load, dtype);
+    return castTo(load, acc);
+  };
+  KExprPtr product =
+      KExpr::call("multiply", {operand(b.load(0, a)), operand(b.load(1, w))}, acc);
   b.addReduction(b.outputName(0), vars, "add", {{reduceVar, left.back()}}, 0.0, acc,
                  product);
 }

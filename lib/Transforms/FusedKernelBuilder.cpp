@@ -292,7 +292,8 @@ std::unique_ptr<Kernel> fusec::buildFusedKernel(const Module &module, const Func
     problem = "it returns nothing (a kernel needs an output)";
     return nullptr;
   }
-  for (const auto &[name, valueName] : returned) {
+  for (const auto &entry : returned) {
+    const std::string &name = entry.first, &valueName = entry.second;
     auto it = std::find_if(kernel->internals.begin(), kernel->internals.end(),
                            [&](const KBuffer &b) { return b.name == name; });
     if (it != kernel->internals.end()) {

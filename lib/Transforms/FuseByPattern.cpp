@@ -222,8 +222,8 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
     OutsideFieldReads fields = separateOutsideFieldReads(members);
     if (members.empty())
       continue;
-    GroupOutliner::Result outlined = outliner.outline(
-        members, attrs, getBoolOption("bind-constants"), fields.paramNames, &fields.paramOrder);
+    GroupOutliner::Result outlined =
+        outliner.outline(members, attrs, getBoolOption("bind-constants"), fields);
     if (outlined.function.empty()) {
       logWarning("fuse-by-pattern: dropping the dead match {" + llvm::join(memberNames, ", ") +
                  "} of " + pattern.name + " in @" + function.name + "; run dce first");
@@ -262,8 +262,9 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
   return true;
 }
 
-/// Wraps each new composite in `func @<name>_<prefix>` with the codegen
-/// attributes (TVM's CompositeFunctionAnnotator) and calls that instead.
+/// Wraps each composite an entry calls in `func @<name>_<prefix>` with the
+/// codegen attributes (TVM's CompositeFunctionAnnotator) and calls that
+/// instead.
 void FuseByPattern::annotateCodegen(Module &module, const std::vector<Function *> &entries) {
   // Every composite an entry calls, whichever run made it (TVM's
   // CompositeFunctionAnnotator looks at the calls, not at the patterns).

@@ -134,7 +134,7 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
     for (Binding *member : members)
       memberNames.push_back("%" + member->getResult()->name);
     GroupOutliner::Result outlined =
-        outliner.outline(members, Attrs(), false, fields.paramNames, &fields.paramOrder);
+        outliner.outline(members, Attrs(), false, fields);
     if (outlined.function.empty()) {
       logWarning("fuse-ops: dropping the dead group {" + llvm::join(memberNames, ", ") +
                  "} in @" + function.name + "; run dce first");

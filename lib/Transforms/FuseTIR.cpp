@@ -160,7 +160,8 @@ bool FuseTIR::run(Module &module, PassContext &context) {
     });
   // The call-site gets of tuple fields that no merged kernel reads (until
   // none is left: a nested tuple's inner get is read only by gets).
-  for (bool removedAny = !fieldGets.empty(); removedAny;) {
+  llvm::DenseSet<const Value *> pendingGets(fieldGets.begin(), fieldGets.end());
+  for (bool removedAny = !pendingGets.empty(); removedAny;) {
     removedAny = false;
     for (auto &function : module.functions) {
       llvm::DenseSet<const Value *> read;
@@ -170,7 +171,7 @@ bool FuseTIR::run(Module &module, PassContext &context) {
             read.insert(operand.value);
       });
       auto unread = [&](const Binding *binding) {
-        return binding && llvm::is_contained(fieldGets, binding->getResult()) &&
+        return binding && pendingGets.count(binding->getResult()) &&
                !read.count(binding->getResult());
       };
       for (BodyItem &item : function->body)

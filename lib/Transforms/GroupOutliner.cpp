@@ -243,8 +243,7 @@ std::string GroupOutliner::makeFunction(const std::vector<Binding *> &members,
 
 GroupOutliner::Result GroupOutliner::outline(
     const std::vector<Binding *> &members, const Attrs &attrs, bool bindConstants,
-    const llvm::DenseMap<const Value *, std::string> &paramNames,
-    const std::vector<const Value *> *paramOrder) {
+    const OutsideFieldReads &fields) {
   Result result;
   llvm::DenseSet<const Binding *> memberSet(members.begin(), members.end());
   llvm::DenseSet<const Value *> seen;
@@ -253,17 +252,15 @@ GroupOutliner::Result GroupOutliner::outline(
       if (!operand.isLiteral() && !memberSet.count(operand.value->definingBinding) &&
           !isCopiedConstant(operand.value, bindConstants) && seen.insert(operand.value).second)
         result.params.push_back(operand.value);
-  if (paramOrder) {
-    llvm::DenseMap<const Value *, size_t> rank;
-    for (size_t i = 0; i < paramOrder->size(); ++i)
-      rank.try_emplace((*paramOrder)[i], i);
-    auto rankOf = [&](const Value *v) {
-      auto it = rank.find(v);
-      return it == rank.end() ? paramOrder->size() : it->second;
-    };
-    std::stable_sort(result.params.begin(), result.params.end(),
-                     [&](const Value *a, const Value *b) { return rankOf(a) < rankOf(b); });
-  }
+  llvm::DenseMap<const Value *, size_t> rank;
+  for (size_t i = 0; i < fields.paramOrder.size(); ++i)
+    rank.try_emplace(fields.paramOrder[i], i);
+  auto rankOf = [&](const Value *v) {
+    auto it = rank.find(v);
+    return it == rank.end() ? fields.paramOrder.size() : it->second;
+  };
+  std::stable_sort(result.params.begin(), result.params.end(),
+                   [&](const Value *a, const Value *b) { return rankOf(a) < rankOf(b); });
   // Outputs in TVM's order: first the members that are block outputs, in
   // binding order (CollectFuncBindings appends them), then the members read
   // by a non-member, in the order the block reads them (CollectFuncBoundary).
@@ -291,7 +288,7 @@ GroupOutliner::Result GroupOutliner::outline(
   if (result.outputs.empty())
     return result;
   result.function =
-      makeFunction(members, result.params, result.outputs, attrs, bindConstants, paramNames);
+      makeFunction(members, result.params, result.outputs, attrs, bindConstants, fields.paramNames);
   auto call = std::make_unique<Binding>();
   call->kind = ExprKind::Call;
   call->callee = result.function;

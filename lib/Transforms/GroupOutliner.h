@@ -19,6 +19,17 @@
 
 namespace fusec {
 
+/// A tuple from outside a group is passed field by field, as TVM does for
+/// partially used tuple parameters: the `get`s that read it stay at the
+/// call site (they are removed from `members`) and the function takes the
+/// fields, each named `<tuple>_<index>` as TVM's FunctionCreator names it,
+/// joining the parameters at the tuple's first `get`.
+struct OutsideFieldReads {
+  llvm::DenseMap<const Value *, std::string> paramNames;
+  std::vector<const Value *> paramOrder;
+};
+OutsideFieldReads separateOutsideFieldReads(std::vector<Binding *> &members);
+
 /// Functions created by one pass run, by their text up to renaming, so that
 /// identical groups share one function across blocks and functions.
 using OutlinedFunctionTable = llvm::StringMap<std::string>;
@@ -33,22 +44,18 @@ public:
     std::vector<Value *> params, outputs;
   };
 
-  /// Outlines `members` (bindings of the block, in block order). Parameters
-  /// are the values used from outside, in order of first use; a 0-d
-  /// constant is copied in, and so is every constant when `bindConstants`.
-  /// Outputs are the members used outside the group, listed in the block's
-  /// `output` or returned. `attrs` are added to `primitive = true`.
-  /// A dead group's members are removed. Nothing is rewritten until
-  /// `finish`. `paramNames` names some parameters (a tuple field passed
-  /// for a `get` left at the call site is `<tuple>_<index>`, as TVM
-  /// names it); the others take the name of the value passed.
-  /// `paramOrder`, when given, orders the parameters it lists (the others
-  /// follow in first-use order).
+  /// Outlines `members` (bindings of the block, in block order, without
+  /// the `get`s separateOutsideFieldReads took out). Parameters are the
+  /// values used from outside, in order of first use except that `fields`
+  /// orders the ones it lists (a tuple's fields join at its first `get`)
+  /// and names its field parameters (`<tuple>_<index>`, as TVM names them;
+  /// the others take the name of the value passed); a 0-d constant is
+  /// copied in, and so is every constant when `bindConstants`. Outputs are
+  /// the members used outside the group, listed in the block's `output` or
+  /// returned. `attrs` are added to `primitive = true`. A dead group's
+  /// members are removed. Nothing is rewritten until `finish`.
   Result outline(const std::vector<Binding *> &members, const Attrs &attrs,
-                 bool bindConstants,
-                 const llvm::DenseMap<const Value *, std::string> &paramNames =
-                     llvm::DenseMap<const Value *, std::string>(),
-                 const std::vector<const Value *> *paramOrder = nullptr);
+                 bool bindConstants, const OutsideFieldReads &fields);
 
   /// Replaces each outlined group by its call (several outputs: a tuple and
   /// `get`s that keep the members' names), drops constants that only the
@@ -83,16 +90,7 @@ private:
 /// `%3_0` would not parse.
 std::string tupleFieldName(llvm::StringRef tuple, int64_t index);
 
-/// A tuple from outside a group is passed field by field, as TVM does for
-/// partially used tuple parameters: the `get`s that read it stay at the
-/// call site (they are removed from `members`) and the function takes the
-/// fields, each named `<tuple>_<index>` as TVM's FunctionCreator names it,
-/// joining the parameters at the tuple's first `get`.
-struct OutsideFieldReads {
-  llvm::DenseMap<const Value *, std::string> paramNames;
-  std::vector<const Value *> paramOrder;
-};
-OutsideFieldReads separateOutsideFieldReads(std::vector<Binding *> &members);
+
 
 /// The name part a binding contributes to `fused_<callees>`: the op
 /// (`nn.relu` -> `relu`), kernel or function it calls; "" for others.

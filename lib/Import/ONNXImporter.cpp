@@ -533,6 +533,39 @@ bool Importer::run(const onnx::ModelProto &model) {
   });
   if (!inferTypes(module, diag) || !verifyModule(module, diag, "after the ONNX import"))
     return error = "the imported module does not verify: " + problem, false;
+  return checkDeclaredOutputShapes(graph);
+}
+
+/// A graph output whose declared shape disagrees with the computed one
+/// means a converter or the model is wrong: say so rather than compile a
+/// result of another shape. Dims that either side leaves open are not
+/// compared.
+bool Importer::checkDeclaredOutputShapes(const onnx::GraphProto &graph) {
+  for (int i = 0; i < graph.output_size(); ++i) {
+    const onnx::ValueInfoProto &output = graph.output(i);
+    const Type &computed = function->returnValues[size_t(i)].value->type;
+    if (!output.type().has_tensor_type() || !output.type().tensor_type().has_shape() ||
+        !computed.isTensor())
+      continue;
+    const auto &declared = output.type().tensor_type().shape().dim();
+    bool agrees = declared.size() == computed.getRank();
+    for (int d = 0; agrees && d < declared.size(); ++d) {
+      const Dim &dim = computed.getShape()[size_t(d)];
+      agrees = !declared[d].has_dim_value() || declared[d].dim_value() < 0 || dim.isSymbolic() ||
+               declared[d].dim_value() == dim.size;
+    }
+    if (agrees)
+      continue;
+    std::string shape;
+    for (int d = 0; d < declared.size(); ++d)
+      shape += (d ? "," : "") + (declared[d].has_dim_value()
+                                     ? std::to_string(declared[d].dim_value())
+                                     : declared[d].dim_param().empty() ? std::string("?")
+                                                                       : declared[d].dim_param());
+    return error = "graph output '" + output.name() + "' is declared [" + shape +
+                   "] but the graph computes " + computed.str(),
+           false;
+  }
   return true;
 }
 

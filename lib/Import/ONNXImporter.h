@@ -133,6 +133,7 @@ public:
   Importer(Module &module, const ONNXImportOptions &options, std::string modelDirectory)
       : module(module), options(options), modelDirectory(std::move(modelDirectory)) {}
   bool run(const onnx::ModelProto &model);
+  bool checkDeclaredOutputShapes(const onnx::GraphProto &graph);
 
   Module &module;
   const ONNXImportOptions &options;

@@ -219,6 +219,50 @@ static bool convertBatchNorm(NodeContext &c) {
   return true;
 }
 
+/// ONNX (like PyTorch) drops a ceil_mode window that would start in the end
+/// padding; TVM's pools, and so fusec's, keep it. Where the two rules give
+/// different output sizes the window is rewritten without ceil_mode: the
+/// end padding becomes exactly what ONNX's last window reaches. Padding never
+/// counts (max pads with the lowest value, the average excludes it), so the
+/// values are unchanged.
+static bool matchONNXCeilMode(NodeContext &c, const Type &x, Window &w, bool &ceilMode) {
+  int64_t ends[2] = {0, 0};
+  bool differs = false;
+  for (int d = 0; d < 2; ++d) {
+    int64_t stride = w.strides[d], begin = w.pads[d], end = w.pads[2 + d];
+    int64_t extent = (w.kernel[d] - 1) * w.dilations[d] + 1;
+    const Dim &in = x.getShape()[2 + d];
+    if (in.isSymbolic()) {
+      // The last ceil window starts before end - extent + stride past the
+      // input's end, so it cannot start in the padding when that is <= 0.
+      if (end - extent + stride > 0)
+        return c.fail("ceil_mode = 1 on the symbolic dim '" + in.symbol +
+                      "': whether ONNX drops the last window depends on its size");
+      continue;
+    }
+    int64_t span = in.size + begin + end - extent;
+    if (span < 0)
+      return c.fail("the window (" + std::to_string(extent) + ") is larger than the padded input (" +
+                    std::to_string(in.size + begin + end) + ")");
+    int64_t out = (span + stride - 1) / stride + 1;
+    int64_t onnxOut = (out - 1) * stride >= in.size + begin ? out - 1 : out;
+    differs |= onnxOut != out;
+    ends[d] = std::max<int64_t>(0, (onnxOut - 1) * stride + extent - in.size - begin);
+  }
+  if (!differs)
+    return true;
+  // ceil_mode covers both dims, and a symbolic one cannot be given floor's
+  // answer by its padding.
+  for (int d = 0; d < 2; ++d)
+    if (x.getShape()[2 + d].isSymbolic())
+      return c.fail("ceil_mode = 1 with a symbolic spatial dim where ONNX drops the last "
+                    "window of the other dim");
+  ceilMode = false;
+  w.pads[2] = ends[0];
+  w.pads[3] = ends[1];
+  return true;
+}
+
 template <bool IsMax>
 static bool convertPool(NodeContext &c) {
   Value *x = c.input(0);
@@ -232,9 +276,12 @@ static bool convertPool(NodeContext &c) {
   Attrs attrs;
   attrs.set("pool_size", makeIntList(window.kernel));
   attrs.set("strides", makeIntList(window.strides));
-  attrs.set("padding", makeIntList(window.pads));
   attrs.set("dilation", makeIntList(window.dilations));
-  attrs.set("ceil_mode", Attr::makeBool(c.attrInt("ceil_mode", 0) != 0));
+  bool ceilMode = c.attrInt("ceil_mode", 0) != 0;
+  if (ceilMode && !matchONNXCeilMode(c, x->type, window, ceilMode))
+    return false;
+  attrs.set("padding", makeIntList(window.pads));
+  attrs.set("ceil_mode", Attr::makeBool(ceilMode));
   if (IsMax && c.attrInt("storage_order", 0) != 0)
     return c.fail("storage_order = 1 is not supported");
   if (!IsMax && c.attrInt("count_include_pad", 0) != 0 &&

@@ -10,6 +10,8 @@
 //      align_corners, asymmetric, tf_half_pixel_for_nn; Resize-10 and
 //      Upsample are asymmetric), with ONNX's resized length in * scale (not
 //      rounded) where the formula uses it;
+//      all of it in float32, as ONNX Runtime computes it (scales are
+//      float32 tensors): 0.7 * 10 is 7 there, and 6 in double;
 //   3. nearest: x rounded by nearest_mode (round_prefer_floor,
 //      round_prefer_ceil, floor, ceil), clamped into the axis: one `take`;
 //      linear: the neighbours floor(x) and floor(x) + 1 (clamped) and the
@@ -29,33 +31,33 @@ using namespace fusec::onnximport;
 namespace {
 struct ResizeAxis {
   int64_t in = 0, out = 0;
-  double scale = 1;
+  float scale = 1;
   // ONNX's length_resized: in * scale, not rounded, when scales are given.
-  double resized = 0;
+  float resized = 0;
 };
 } // namespace
 
 /// The source coordinate of output index `i` (step 2).
-static double sourceCoordinate(const std::string &mode, int64_t i, const ResizeAxis &axis) {
-  double x = double(i);
+static float sourceCoordinate(const std::string &mode, int64_t i, const ResizeAxis &axis) {
+  float x = float(i);
   if (mode == "half_pixel")
-    return (x + 0.5) / axis.scale - 0.5;
+    return (x + 0.5f) / axis.scale - 0.5f;
   if (mode == "pytorch_half_pixel")
-    return axis.resized != 1 ? (x + 0.5) / axis.scale - 0.5 : -0.5;
+    return axis.resized > 1 ? (x + 0.5f) / axis.scale - 0.5f : 0.0f;
   if (mode == "align_corners")
-    return axis.resized == 1 ? 0.0 : x * double(axis.in - 1) / (axis.resized - 1);
+    return axis.resized == 1 ? 0.0f : x * float(axis.in - 1) / (axis.resized - 1);
   if (mode == "tf_half_pixel_for_nn")
-    return (x + 0.5) / axis.scale;
+    return (x + 0.5f) / axis.scale;
   return x / axis.scale; // asymmetric
 }
 
-static int64_t nearestIndex(const std::string &mode, double x, int64_t length) {
-  double rounded;
+static int64_t nearestIndex(const std::string &mode, float x, int64_t length) {
+  float rounded;
   if (mode == "floor")
     rounded = std::floor(x);
   else if (mode == "ceil")
     rounded = std::ceil(x);
-  else if (x == std::floor(x) + 0.5) // a tie
+  else if (x == std::floor(x) + 0.5f) // a tie
     rounded = mode == "round_prefer_ceil" ? std::ceil(x) : std::floor(x);
   else
     rounded = std::round(x);
@@ -103,15 +105,16 @@ static bool convertResize(NodeContext &c) {
   // Step 1: the scales or sizes.
   int64_t rank = x->type.getRank();
   size_t scalesInput = upsample || c.opset < 11 ? 1 : 2, sizesInput = 3;
-  std::vector<double> scales;
+  std::vector<float> scales;
   std::optional<std::vector<int64_t>> sizes;
   if (upsample && c.opset < 9) {
-    scales = c.attrFloats("scales");
+    for (double scale : c.attrFloats("scales"))
+      scales.push_back(float(scale));
   } else if (c.hasInput(scalesInput) && c.constant(scalesInput) &&
              c.constant(scalesInput)->getNumElements() > 0) {
     const TensorData *given = c.constant(scalesInput);
     for (int64_t k = 0; k < given->getNumElements(); ++k)
-      scales.push_back(given->get(k));
+      scales.push_back(float(given->get(k)));
   } else if (!legacy && c.hasInput(sizesInput)) {
     if (!(sizes = c.ints(sizesInput, "sizes")))
       return false;
@@ -124,7 +127,7 @@ static bool convertResize(NodeContext &c) {
   for (int64_t d = 0; d < rank; ++d) {
     const Dim &dim = x->type.getShape()[d];
     ResizeAxis &axis = axes[d];
-    bool unchanged = sizes ? dim.isStatic() && (*sizes)[d] == dim.size : scales[d] == 1.0;
+    bool unchanged = sizes ? dim.isStatic() && (*sizes)[d] == dim.size : scales[d] == 1.0f;
     if (unchanged) {
       axis.in = axis.out = dim.isStatic() ? dim.size : -1;
       continue;
@@ -134,15 +137,15 @@ static bool convertResize(NodeContext &c) {
     axis.in = dim.size;
     if (sizes) {
       axis.out = (*sizes)[d];
-      axis.scale = double(axis.out) / double(axis.in);
-      axis.resized = double(axis.out);
+      axis.scale = float(axis.out) / float(axis.in);
+      axis.resized = float(axis.out);
     } else {
       axis.scale = scales[d];
-      double out = std::floor(double(axis.in) * axis.scale);
-      if (!(axis.scale > 0) || !(out <= double(kMaxDimSize)))
+      axis.resized = float(axis.in) * axis.scale;
+      float out = std::floor(axis.resized);
+      if (!(axis.scale > 0) || !(out <= float(kMaxDimSize)))
         return c.fail("scale " + formatScalar(axis.scale, DType::f32) + " is invalid");
       axis.out = int64_t(out);
-      axis.resized = double(axis.in) * axis.scale;
     }
     if (axis.out < 1 || axis.out > kMaxDimSize || axis.in < 1 || !(axis.scale > 0))
       return c.fail("cannot resize a dim of " + std::to_string(axis.in) + " to " +
@@ -158,17 +161,17 @@ static bool convertResize(NodeContext &c) {
       continue;
     std::string name = c.node.output(0) + "_" + std::to_string(d);
     std::vector<int64_t> lo, hi;
-    std::vector<double> weight;
+    std::vector<float> weight;
     for (int64_t i = 0; i < axis.out; ++i) {
-      double source = sourceCoordinate(transform, i, axis);
+      float source = sourceCoordinate(transform, i, axis);
       if (mode == "nearest") {
         lo.push_back(nearestIndex(nearestMode, source, axis.in));
         continue;
       }
-      double base = std::floor(source);
+      float base = std::floor(source);
       lo.push_back(std::clamp<int64_t>(int64_t(base), 0, axis.in - 1));
       hi.push_back(std::clamp<int64_t>(int64_t(base) + 1, 0, axis.in - 1));
-      weight.push_back(source < 0 ? 0.0 : source - base);
+      weight.push_back(source < 0 ? 0.0f : source - base);
     }
     if (mode == "nearest") {
       current = takeAlong(c, current, d, lo, name + "_resized");
@@ -183,7 +186,7 @@ static bool convertResize(NodeContext &c) {
     TensorData w(dtype, weightShape), complement(dtype, weightShape);
     for (int64_t i = 0; i < axis.out; ++i) {
       w.set(i, weight[i]);
-      complement.set(i, 1.0 - weight[i]);
+      complement.set(i, 1.0f - weight[i]);
     }
     Value *wHigh = c.emitConstant(std::move(w), name + "_w_hi");
     Value *wLow = c.emitConstant(std::move(complement), name + "_w_lo");

@@ -166,6 +166,17 @@ def main():
         [helper.make_node("Add", ["x", "z"], ["y"], name="add")],
         [vi("x", [2, 3]), vi("z", [4])], [vi("y", [2, 3])], check=False))
 
+    # A graph output declared with another shape than the graph computes.
+    save("output_shape_mismatch", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [vi("x", [2, 3])], [vi("y", [2, "n", 4])], check=False))
+
+    # ceil_mode on a symbolic dim where ONNX may drop the last window.
+    save("pool_ceil_symbolic", model(
+        [helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
+                          strides=[2, 2], pads=[0, 0, 1, 1], ceil_mode=1)],
+        [vi("x", [1, 1, "h", 4])], [vi("y", [1, 1, "oh", 3])]))
+
     # Files that are not ONNX models at all.
     write_raw("not_onnx_empty", b"")
     write_raw("not_onnx_text", b"this is not an ONNX model, just text\n")

@@ -3,7 +3,8 @@
 inputs at run time (Pad, Tile, Range) checked with the same inputs made
 constant (initializers): each small model is built with onnx.helper,
 imported and run by fusec-run, and compared with NumPy (np.pad, np.tile,
-np.arange). Prints `NAME: ok` or `NAME: FAIL ...`; exits 1 on a failure."""
+np.arange); pools with ceil_mode and Resize with fractional scales,
+against NumPy references of ONNX's rules. Prints `NAME: ok` or `NAME: FAIL ...`; exits 1 on a failure."""
 import os
 import subprocess
 import sys
@@ -114,5 +115,53 @@ run_model("range", nodes, x, inits, x + np.arange(0.5, 4.5, 1.0, dtype=np.float3
 w = rng.standard_normal((4, 5)).astype(np.float32)
 run_model("external_data", [helper.make_node("MatMul", ["x", "w"], ["y"])], x,
           [numpy_helper.from_array(w, "w")], x @ w, levels=([],), external=True)
+def onnx_pool(x, kernel, strides, pads, is_max):
+    """ONNX's (and PyTorch's) ceil_mode pool: a last window starting in the
+    end padding is dropped; padding never counts."""
+    n, ch, h, w = x.shape
+    outs = []
+    for d, size in enumerate((h, w)):
+        span = size + pads[d] + pads[2 + d] - kernel[d]
+        out = -(-span // strides[d]) + 1
+        outs.append(out - 1 if (out - 1) * strides[d] >= size + pads[d] else out)
+    y = np.zeros((n, ch, outs[0], outs[1]), np.float32)
+    for i in range(outs[0]):
+        for j in range(outs[1]):
+            r0, c0 = i * strides[0] - pads[0], j * strides[1] - pads[1]
+            win = x[:, :, max(r0, 0):min(r0 + kernel[0], h), max(c0, 0):min(c0 + kernel[1], w)]
+            y[:, :, i, j] = win.max(axis=(2, 3)) if is_max else win.mean(axis=(2, 3))
+    return y
+
+
+# ceil_mode: where TVM's rule keeps a last window that starts in the end
+# padding, ONNX drops it (3x4 vs 2x3 below); the import trims the padding.
+img = rng.standard_normal((1, 2, 5, 7)).astype(np.float32)
+for op, is_max in (("MaxPool", True), ("AveragePool", False)):
+    for label, kernel, strides, pads in (("drop", [2, 2], [2, 2], [1, 1, 1, 1]),
+                                         ("k1s3", [1, 1], [3, 2], [0, 0, 0, 0]),
+                                         ("keep", [3, 3], [2, 2], [0, 0, 0, 0])):
+        check("%s_ceil_%s" % (op.lower(), label), op, img, [],
+              {"kernel_shape": kernel, "strides": strides, "pads": pads, "ceil_mode": 1},
+              onnx_pool(img, kernel, strides, pads, is_max))
+
+
+def resize_nearest_asymmetric(x, scales):
+    """Resize, nearest (floor), asymmetric, in float32 as ONNX Runtime
+    computes it: 0.7 * 10 is 7 there (6 in double), and 3 / 0.6 is 5."""
+    y = x
+    for d, scale in enumerate(np.asarray(scales, np.float32)):
+        out = int(np.floor(np.float32(x.shape[d]) * scale))
+        src = [min(int(np.floor(np.float32(i) / scale)), x.shape[d] - 1) for i in range(out)]
+        y = np.take(y, src, axis=d)
+    return y
+
+
+img = rng.standard_normal((1, 1, 10, 10)).astype(np.float32)
+scales = np.array([1, 1, 0.7, 0.6], np.float32)
+check("resize_fractional", "Resize", img,
+      [("roi", np.array([], np.float32)), ("scales", scales)],
+      {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
+      resize_nearest_asymmetric(img, scales))
+
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

@@ -98,6 +98,10 @@ cl::opt<std::string> cudaPath("cuda-path", cl::desc("CUDA installation for NVRTC
 cl::opt<std::string> launcherFile("launcher", cl::desc("Also write the host launcher FILE.cpp, its "
                                                        "FILE.h and <module>.manifest.json"),
                                    cl::value_desc("FILE.cpp"), cl::cat(fusecCategory));
+cl::list<std::string> dimSizes("dim", cl::desc("Give a named dim of an ONNX model's inputs a size "
+                                               "(repeatable, or comma-separated)"),
+                                cl::value_desc("NAME=SIZE"), cl::CommaSeparated,
+                                cl::cat(fusecCategory));
 cl::opt<bool> listPasses("list-passes", cl::desc("List the registered passes and exit"), cl::cat(fusecCategory));
 cl::opt<bool> listONNXOps("list-onnx-ops", cl::desc("List the ONNX operators the importer maps and exit"), cl::cat(fusecCategory));
 } // namespace
@@ -276,6 +280,14 @@ static int processONNX(const PassManager &pipeline, Instrumentation inst, Fusion
                        std::string &moduleName, const std::string &emit, std::string &output,
                        std::vector<ExtraStatistic> &backendStats) {
   ONNXImportOptions options;
+  for (llvm::StringRef entry : dimSizes) {
+    auto [name, size] = entry.split('=');
+    int64_t value = -1;
+    if (name.empty() || size.getAsInteger(10, value) || value < 0 || value > kMaxDimSize)
+      return usageError("--dim takes NAME=SIZE with a size in [0, 2^40], not '" + entry + "'");
+    if (!options.dimSizes.emplace(name.str(), value).second)
+      return usageError("--dim gives '" + name + "' twice");
+  }
   bool firFile = emit == "fir" && outputFile != "-" && outputFile != "/dev/null";
   if (firFile)
     options.weightsDirectory = llvm::sys::path::stem(outputFile).str() + ".weights";
@@ -546,6 +558,9 @@ int fusec::driverMain(int argc, char **argv) {
   bool isONNX = llvm::sys::path::extension(inputFile) == ".onnx";
   if (isONNX && splitInputFile)
     return usageError("--split-input-file reads .fir files, not ONNX models");
+  if (!isONNX && dimSizes.getNumOccurrences())
+    return usageError("--dim sizes the named dims of an ONNX model's inputs; the input is "
+                      "not an .onnx model");
 
   std::vector<std::string> chunks =
       splitInputFile ? splitChunks(inputBuffer->getBuffer())

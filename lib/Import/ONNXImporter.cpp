@@ -32,6 +32,8 @@
 
 #include <google/protobuf/io/coded_stream.h>
 
+#include <set>
+
 using namespace fusec;
 using namespace fusec::onnximport;
 
@@ -74,7 +76,9 @@ Value *NodeContext::input(size_t i) {
     for (const Dim &dim : shape->second.elements)
       if (dim.isSymbolic()) {
         fail("input '" + name + "' is a shape computation involving the symbolic dim '" +
-             dim.symbol + "'; only shape inputs (Reshape, Expand) may use it");
+             dim.symbol + "'; only shape inputs (Reshape, Expand) may use it, as a dim of "
+             "fusec's types is a size or one name, never an expression (--dim " +
+             dim.symbol + "=SIZE fixes its size)");
         return nullptr;
       }
   }
@@ -365,7 +369,11 @@ Value *Importer::materialize(const std::string &name) {
 }
 
 /// The FIR type of a graph input's ValueInfo, or an error.
-static std::optional<Type> typeOfInput(const onnx::ValueInfoProto &info, std::string &error) {
+/// A named dim whose size `dimSizes` gives becomes that size; the names used
+/// are added to `bound`.
+static std::optional<Type> typeOfInput(const onnx::ValueInfoProto &info,
+                                       const std::map<std::string, int64_t> &dimSizes,
+                                       std::set<std::string> &bound, std::string &error) {
   const onnx::TypeProto &type = info.type();
   if (!type.has_tensor_type()) {
     error = "graph input '" + info.name() + "' is not a tensor (sequences and maps are not supported)";
@@ -385,13 +393,21 @@ static std::optional<Type> typeOfInput(const onnx::ValueInfoProto &info, std::st
   Shape shape;
   int64_t elements = 1;
   for (const onnx::TensorShapeProto::Dimension &dim : type.tensor_type().shape().dim()) {
-    if (dim.has_dim_value() && dim.dim_value() >= 0 &&
-        __builtin_mul_overflow(elements, dim.dim_value(), &elements)) {
+    std::optional<int64_t> size;
+    if (dim.has_dim_value())
+      size = dim.dim_value();
+    else if (dim.has_dim_param() && !dim.dim_param().empty())
+      for (const std::string &name : {dim.dim_param(), sanitize(dim.dim_param(), true)})
+        if (!size && dimSizes.count(name)) {
+          size = dimSizes.at(name);
+          bound.insert(name);
+        }
+    if (size && *size >= 0 && __builtin_mul_overflow(elements, *size, &elements)) {
       error = "graph input '" + info.name() + "' has more elements than fit in i64";
       return std::nullopt;
     }
-    if (dim.has_dim_value() && dim.dim_value() >= 0 && dim.dim_value() <= kMaxDimSize)
-      shape.push_back(Dim::of(dim.dim_value()));
+    if (size && *size >= 0 && *size <= kMaxDimSize)
+      shape.push_back(Dim::of(*size));
     else if (dim.has_dim_param() && !dim.dim_param().empty())
       shape.push_back(Dim::named(sanitize(dim.dim_param(), true)));
     else {
@@ -452,10 +468,11 @@ bool Importer::run(const onnx::ModelProto &model) {
   }
   if (graph.sparse_initializer_size())
     return error = "sparse initializers are not supported", false;
+  std::set<std::string> boundDims;
   for (const onnx::ValueInfoProto &input : graph.input()) {
     if (constants.count(input.name()))
       continue; // an initializer listed as an input: a constant
-    std::optional<Type> type = typeOfInput(input, error);
+    std::optional<Type> type = typeOfInput(input, options.dimSizes, boundDims, error);
     if (!type)
       return false;
     auto param = std::make_unique<Value>();
@@ -464,6 +481,12 @@ bool Importer::run(const onnx::ModelProto &model) {
     values[input.name()] = param.get();
     function->params.push_back(std::move(param));
   }
+
+  for (const auto &[name, size] : options.dimSizes)
+    if (!boundDims.count(name))
+      return error = "--dim " + name + "=" + std::to_string(size) +
+                     ": no graph input has a dim named '" + name + "'",
+             false;
 
   std::map<std::string, ConvertFn> byType;
   for (const OpConverter &entry : converterTable())

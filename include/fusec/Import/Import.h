@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <map>
 #include <vector>
 
 namespace fusec {
@@ -27,6 +28,10 @@ struct ONNXImportOptions {
   std::string weightsDirectory = "weights";
   /// Constants with at most this many elements are written inline (dense).
   int64_t inlineElements = 16;
+  /// Sizes for named (symbolic) dims of the graph inputs, by the ONNX name
+  /// or its sanitized FIR form (`fusec --dim batch=8`); every entry must
+  /// name a dim of some input.
+  std::map<std::string, int64_t> dimSizes;
 };
 
 /// Reads the ONNX model at `path`. On failure returns null and sets `error`

@@ -177,6 +177,19 @@ def main():
                           strides=[2, 2], pads=[0, 0, 1, 1], ceil_mode=1)],
         [vi("x", [1, 1, "h", 4])], [vi("y", [1, 1, "oh", 3])]))
 
+    # A shape computation multiplying a symbolic dim (multi-head attention's
+    # batch * heads): not a dim fusec's types can hold, unless --dim fixes it.
+    save("dim_product", model(
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Gather", ["s", "i0"], ["b"], axis=0),
+         helper.make_node("Mul", ["b", "two"], ["bh"], name="heads"),
+         helper.make_node("Unsqueeze", ["bh", "ax"], ["bh1"]),
+         helper.make_node("Concat", ["bh1", "rest"], ["shape"], axis=0),
+         helper.make_node("Reshape", ["x", "shape"], ["y"])],
+        [vi("x", ["batch", 4, 8])], [vi("y", ["batch2", 4, 4])],
+        [const("i0", np.int64(0)), const("two", np.int64(2)), const("ax", np.int64([0])),
+         const("rest", np.int64([4, 4]))]))
+
     # Files that are not ONNX models at all.
     write_raw("not_onnx_empty", b"")
     write_raw("not_onnx_text", b"this is not an ONNX model, just text\n")

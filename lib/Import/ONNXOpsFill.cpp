@@ -7,7 +7,10 @@
 // which repeats the whole axis); Pad (static shapes): `constant` mode
 // crops negative pads with strided_slice and concatenates splats of the
 // value, `edge` and `reflect` take along each axis with constant indices
-// (i - begin, clamped or reflected into the axis), which crops too.
+// (i - begin, clamped or reflected into the axis), which crops too;
+// Trilu (static last two dims) -> where(mask, x, 0) with a constant [N, M]
+// mask keeping j - i >= k (upper) or j - i <= k (lower), which folds on a
+// constant input (a causal attention mask).
 //
 //===----------------------------------------------------------------------===//
 #include "ONNXImporter.h"
@@ -255,6 +258,43 @@ static bool convertPad(NodeContext &c) {
   return true;
 }
 
+static bool convertTrilu(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  bool upper = c.attrInt("upper", 1) != 0;
+  int64_t k = 0;
+  if (c.hasInput(1)) {
+    std::optional<std::vector<int64_t>> given = c.ints(1, "k");
+    if (!given)
+      return false;
+    if (given->size() != 1)
+      return c.fail("k must hold one value, not " + std::to_string(given->size()));
+    k = (*given)[0];
+  }
+  int64_t rank = x->type.getRank();
+  if (rank < 2)
+    return c.fail("the input must have rank 2 or more, not " + std::to_string(rank));
+  const Dim &rows = x->type.getShape()[size_t(rank - 2)], &cols = x->type.getShape()[size_t(rank - 1)];
+  if (rows.isSymbolic() || cols.isSymbolic())
+    return c.fail("the last two dims must be static");
+  constexpr int64_t kMaxMaskElements = int64_t(1) << 26;
+  if (rows.size && cols.size > kMaxMaskElements / rows.size)
+    return c.fail("a mask of " + rows.str() + "x" + cols.str() +
+                  " elements is more than fusec builds at import (2^26)");
+  // Beyond this the mask is all kept or all zero; clamping keeps j - i in range.
+  k = std::clamp<int64_t>(k, -rows.size - 1, cols.size + 1);
+  TensorData mask(DType::boolean, {rows.size, cols.size});
+  for (int64_t i = 0; i < rows.size; ++i)
+    for (int64_t j = 0; j < cols.size; ++j)
+      mask.setInt(i * cols.size + j, upper ? j - i >= k : j - i <= k);
+  std::string name = c.node.output(0);
+  Value *keep = c.emitConstant(std::move(mask), name + "_mask");
+  c.define(0, c.emit("where", {Operand::of(keep), Operand::of(x),
+                               NodeContext::literal(0, x->type.getDType())}));
+  return true;
+}
+
 void onnximport::registerFillOps(std::vector<OpConverter> &table) {
   table.insert(table.end(), {
       {"Expand", convertExpand},
@@ -262,5 +302,6 @@ void onnximport::registerFillOps(std::vector<OpConverter> &table) {
       {"Range", convertRange},
       {"Tile", convertTile},
       {"Pad", convertPad},
+      {"Trilu", convertTrilu},
   });
 }

@@ -4,7 +4,7 @@ inputs at run time (Pad, Tile, Range) checked with the same inputs made
 constant (initializers): each small model is built with onnx.helper,
 imported and run by fusec-run, and compared with NumPy (np.pad, np.tile,
 np.arange); pools with ceil_mode and Resize with fractional scales,
-against NumPy references of ONNX's rules. Prints `NAME: ok` or `NAME: FAIL ...`; exits 1 on a failure."""
+against NumPy references of ONNX's rules; Trilu (np.triu, np.tril). Prints `NAME: ok` or `NAME: FAIL ...`; exits 1 on a failure."""
 import os
 import subprocess
 import sys
@@ -163,5 +163,16 @@ check("resize_fractional", "Resize", img,
       {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
       resize_nearest_asymmetric(img, scales))
 
+# Trilu on the input (a where with a constant mask), and on a constant (a
+# causal mask, folded: only the add is left).
+sq = rng.standard_normal((2, 5, 6)).astype(np.float32)
+check("trilu_lower", "Trilu", sq, [("k", np.array(-1, np.int64))], {"upper": 0},
+      np.tril(sq, -1), opset=14)
+check("trilu_upper", "Trilu", sq, [("k", np.array(2, np.int64))], {}, np.triu(sq, 2), opset=14)
+ones = numpy_helper.from_array(np.ones((5, 6), np.float32), "ones")
+run_model("trilu_causal_mask", [helper.make_node("Trilu", ["ones"], ["mask"], upper=1),
+                                helper.make_node("Add", ["x", "mask"], ["y"])],
+          sq, [ones], sq + np.triu(np.ones((5, 6), np.float32)), opset=14, levels=([],),
+          suffix=lambda fir: " (%d bindings)" % open(fir).read().count(" = "))
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

@@ -203,7 +203,7 @@ PrologueCost fusec::estimatePrologue(double workPerElement, int64_t elements, in
 
 int64_t fusec::matmulBlockTile(int64_t m, int64_t n, int64_t batch, bool tensorCores,
                                const TargetDesc *target) {
-  if (!tensorCores || m < 16 || n < 16)
+  if (!tensorCores)
     return m >= 64 && n >= 64 ? 64 : 32;
   if (m < 32 || n < 32)
     return 32;

@@ -294,9 +294,12 @@ static int processONNX(const PassManager &pipeline, Instrumentation inst, Fusion
   else if (emit == "fir")
     options.inlineElements = std::numeric_limits<int64_t>::max();
   std::string error;
-  std::unique_ptr<Module> module = importONNX(inputFile, options, error);
+  std::vector<std::string> warnings;
+  std::unique_ptr<Module> module = importONNX(inputFile, options, error, &warnings);
   if (!module)
     return inputError(error);
+  for (const std::string &warning : warnings)
+    llvm::WithColor::warning(llvm::errs(), "fusec") << warning << "\n";
   llvm::SourceMgr sourceMgr;
   DiagEngine diag(sourceMgr);
   int code = processModule(*module, diag, pipeline, inst, report, moduleName, emit, output,

@@ -259,22 +259,29 @@ void onnximport::foldNodeOnConstants(Importer &importer, NodeContext &c, size_t 
   std::string error;
   Interpreter interpreter(scratch);
   if (interpreter.run("fold", arguments, outputs, error) && outputs.size() == results.size()) {
-    // Constants the converter bound here go with the scratch function; a
-    // later reader binds them again (their data stays in `constants`).
+    // Which outputs the results are, before their entries go.
+    std::vector<std::pair<size_t, size_t>> outputResults; // (output, result)
+    for (size_t i = 0; i < c.numOutputs(); ++i) {
+      if (!c.hasOutput(i))
+        continue;
+      auto found = importer.values.find(c.node.output(int(i)));
+      if (found == importer.values.end())
+        continue;
+      auto result = llvm::find(results, found->second);
+      if (result != results.end())
+        outputResults.push_back({i, size_t(result - results.begin())});
+    }
+    // Every value bound here goes with the scratch function, including a
+    // constant input the converter bound and returned as the output (an
+    // Expand that changes nothing): a later reader binds it again, its data
+    // stays in `constants`.
     for (auto it = importer.values.begin(); it != importer.values.end();)
-      if (it->second->definingBinding && fresh.count(it->second->definingBinding) &&
-          !llvm::is_contained(results, it->second))
+      if (it->second->definingBinding && fresh.count(it->second->definingBinding))
         it = importer.values.erase(it);
       else
         ++it;
-    size_t r = 0;
-    for (size_t i = 0; i < c.numOutputs(); ++i) {
-      if (!c.hasOutput(i) || r == results.size() ||
-          importer.values[c.node.output(int(i))] != results[r])
-        continue;
-      importer.values.erase(c.node.output(int(i)));
-      c.defineConstant(i, std::move(outputs[r++]));
-    }
+    for (auto [output, result] : outputResults)
+      c.defineConstant(output, outputs[result]);
     return;
   }
   // It does not run here: the bindings go back, reading the constants again.

@@ -106,6 +106,15 @@ std::optional<ShapeValue> NodeContext::shapeValue(size_t i) const {
 
 std::optional<std::vector<int64_t>> NodeContext::ints(size_t i, const char *what) {
   std::optional<ShapeValue> shape = shapeValue(i);
+  if (shape && !shape->isStatic()) {
+    for (const Dim &dim : shape->elements)
+      if (dim.isSymbolic()) {
+        fail(llvm::Twine(what) + " (input " + llvm::Twine(i) +
+             ") involves the symbolic dim '" + dim.symbol +
+             "', but must be constant here (--dim " + dim.symbol + "=SIZE fixes its size)");
+        return std::nullopt;
+      }
+  }
   if (!shape || !shape->isStatic()) {
     fail(llvm::Twine(what) + " (input " + llvm::Twine(i) +
          ") must be a constant integer tensor; computed values are not supported");
@@ -556,14 +565,16 @@ bool Importer::run(const onnx::ModelProto &model) {
   });
   if (!inferTypes(module, diag) || !verifyModule(module, diag, "after the ONNX import"))
     return error = "the imported module does not verify: " + problem, false;
-  return checkDeclaredOutputShapes(graph);
+  checkDeclaredOutputShapes(graph);
+  return true;
 }
 
-/// A graph output whose declared shape disagrees with the computed one
-/// means a converter or the model is wrong: say so rather than compile a
-/// result of another shape. Dims that either side leaves open are not
-/// compared.
-bool Importer::checkDeclaredOutputShapes(const onnx::GraphProto &graph) {
+/// A graph output whose declared shape disagrees with the computed one is
+/// a warning, not an error: exporters' shape inference can be stale (ONNX
+/// 1.12 keeps the last ceil_mode window that PyTorch and ONNX Runtime drop),
+/// and the computed shape is the one the operators define. Dims that either
+/// side leaves open are not compared.
+void Importer::checkDeclaredOutputShapes(const onnx::GraphProto &graph) {
   for (int i = 0; i < graph.output_size(); ++i) {
     const onnx::ValueInfoProto &output = graph.output(i);
     const Type &computed = function->returnValues[size_t(i)].value->type;
@@ -585,15 +596,15 @@ bool Importer::checkDeclaredOutputShapes(const onnx::GraphProto &graph) {
                                      ? std::to_string(declared[d].dim_value())
                                      : declared[d].dim_param().empty() ? std::string("?")
                                                                        : declared[d].dim_param());
-    return error = "graph output '" + output.name() + "' is declared [" + shape +
-                   "] but the graph computes " + computed.str(),
-           false;
+    warnings.push_back("graph output '" + output.name() + "' is declared [" + shape +
+                       "] but the graph computes " + computed.str() +
+                       " (the computed shape is used)");
   }
-  return true;
 }
 
 std::unique_ptr<Module> fusec::importONNX(llvm::StringRef path, const ONNXImportOptions &options,
-                                          std::string &error) {
+                                          std::string &error,
+                                          std::vector<std::string> *warnings) {
   std::string readError;
   std::unique_ptr<llvm::MemoryBuffer> buffer = readFile(path, readError);
   if (!buffer) {
@@ -616,15 +627,21 @@ std::unique_ptr<Module> fusec::importONNX(llvm::StringRef path, const ONNXImport
   std::string directory = llvm::sys::path::parent_path(path).str();
   module->sourceDirectory = directory.empty() ? "." : directory;
   Importer importer(*module, options, module->sourceDirectory);
+  // Names come from the file: escape what would break the message's line.
+  auto printable = [&](const std::string &message) {
+    std::string text = path.str() + ": ";
+    for (unsigned char c : message)
+      text += c >= 0x20 && c < 0x7f ? std::string(1, char(c))
+                                    : "\\x" + llvm::utohexstr(c, true, 2);
+    return text;
+  };
   if (!importer.run(model)) {
-    // Names come from the file: escape what would break the message's line.
-    std::string printable;
-    for (unsigned char c : importer.error)
-      printable += c >= 0x20 && c < 0x7f ? std::string(1, char(c))
-                                         : "\\x" + llvm::utohexstr(c, true, 2);
-    error = path.str() + ": " + printable;
+    error = printable(importer.error);
     return nullptr;
   }
+  if (warnings)
+    for (const std::string &warning : importer.warnings)
+      warnings->push_back(printable(warning));
   return module;
 }
 

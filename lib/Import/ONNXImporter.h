@@ -133,7 +133,7 @@ public:
   Importer(Module &module, const ONNXImportOptions &options, std::string modelDirectory)
       : module(module), options(options), modelDirectory(std::move(modelDirectory)) {}
   bool run(const onnx::ModelProto &model);
-  bool checkDeclaredOutputShapes(const onnx::GraphProto &graph);
+  void checkDeclaredOutputShapes(const onnx::GraphProto &graph);
 
   Module &module;
   const ONNXImportOptions &options;
@@ -145,6 +145,7 @@ public:
   std::map<std::string, ShapeValue> shapes;
   std::set<std::string> takenNames;
   std::string error;
+  std::vector<std::string> warnings;
 
   /// A FIR value name for ONNX name `name` (sanitized, unique).
   std::string valueName(llvm::StringRef name);

@@ -8,8 +8,10 @@
 //   2. for each output index i of a resized axis, the source coordinate x
 //      by coordinate_transformation_mode (half_pixel, pytorch_half_pixel,
 //      align_corners, asymmetric, tf_half_pixel_for_nn; Resize-10 and
-//      Upsample are asymmetric), with ONNX's resized length in * scale (not
-//      rounded) where the formula uses it;
+//      Upsample are asymmetric), with the output length as the resized
+//      length where the formula uses it (align_corners,
+//      pytorch_half_pixel), as PyTorch and ONNX Runtime do; ONNX's reference
+//      takes in * scale unrounded, which no exporter means;
 //      all of it in float32, as ONNX Runtime computes it (scales are
 //      float32 tensors): 0.7 * 10 is 7 there, and 6 in double;
 //   3. nearest: x rounded by nearest_mode (round_prefer_floor,
@@ -32,8 +34,6 @@ namespace {
 struct ResizeAxis {
   int64_t in = 0, out = 0;
   float scale = 1;
-  // ONNX's length_resized: in * scale, not rounded, when scales are given.
-  float resized = 0;
 };
 } // namespace
 
@@ -43,9 +43,9 @@ static float sourceCoordinate(const std::string &mode, int64_t i, const ResizeAx
   if (mode == "half_pixel")
     return (x + 0.5f) / axis.scale - 0.5f;
   if (mode == "pytorch_half_pixel")
-    return axis.resized > 1 ? (x + 0.5f) / axis.scale - 0.5f : 0.0f;
+    return axis.out > 1 ? (x + 0.5f) / axis.scale - 0.5f : 0.0f;
   if (mode == "align_corners")
-    return axis.resized == 1 ? 0.0f : x * float(axis.in - 1) / (axis.resized - 1);
+    return axis.out == 1 ? 0.0f : x * float(axis.in - 1) / float(axis.out - 1);
   if (mode == "tf_half_pixel_for_nn")
     return (x + 0.5f) / axis.scale;
   return x / axis.scale; // asymmetric
@@ -138,11 +138,9 @@ static bool convertResize(NodeContext &c) {
     if (sizes) {
       axis.out = (*sizes)[d];
       axis.scale = float(axis.out) / float(axis.in);
-      axis.resized = float(axis.out);
     } else {
       axis.scale = scales[d];
-      axis.resized = float(axis.in) * axis.scale;
-      float out = std::floor(axis.resized);
+      float out = std::floor(float(axis.in) * axis.scale);
       if (!(axis.scale > 0) || !(out <= float(kMaxDimSize)))
         return c.fail("scale " + formatScalar(axis.scale, DType::f32) + " is invalid");
       axis.out = int64_t(out);

@@ -21,8 +21,11 @@
 //            unless, with a target (cost-model=roofline), those tiles would
 //            be fewer than the GPU's SMs: then the next row;
 //          M >= 32 and N >= 32:    64 x  64 x 16, warps of 32 x 32 (128 threads)
-//          M >= 16 and N >= 16:    32 x  32 x 16, one warp (32 threads)
-//        otherwise, or with tensor-cores=false (before sm_80), SIMT (every dtype):
+//          otherwise:              32 x  32 x 16, one warp (32 threads), rows
+//            and columns past M and N guarded (a matrix-vector product with
+//            M = 1 included; not per group: a depthwise convolution's N = 1)
+//        otherwise, or with tensor-cores=false (before sm_80), SIMT (every dtype),
+//        M >= 16 and N >= 16 (else the fallback):
 //          M >= 64 and N >= 64:    64 x  64 x 16, 4 x 4 per thread (256 threads)
 //          otherwise:              32 x  32 x 16, 2 x 2 per thread (256 threads)
 //
@@ -189,10 +192,16 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::strin
   if (!analyzeContraction(kernel, *core, contraction))
     return why = "'%" + core->buffer + "' is not a contraction", false;
   // Static M and N below 16 (a matrix-vector product, a depthwise
-  // convolution) leave tiles idle.
+  // convolution) leave SIMT tiles idle; f16/bf16 ones still get a tensor-core
+  // warp tile (guarded rows), except per group (a depthwise convolution's
+  // N = 1 would waste 31 of 32 columns).
   auto extent = [&](const std::vector<size_t> &dims) { return contraction.extent(dims, 1024); };
   int64_t m = extent(contraction.m), n = extent(contraction.n);
-  if (m < 16 || n < 16)
+  bool halves = contraction.xDType == contraction.yDType &&
+                (contraction.xDType == DType::f16 || contraction.xDType == DType::bf16) &&
+                core->accumulate == DType::f32 && core->body->dtype == DType::f32;
+  bool smallMMA = halves && cost.tensorCores && contraction.groups == 1;
+  if ((m < 16 || n < 16) && !smallMMA)
     return why = "M = " + std::to_string(m) + ", N = " + std::to_string(n) +
                  (contraction.groups > 1 ? " per group" : "") + ": below 16",
            false;
@@ -204,9 +213,6 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::strin
       StageMapping &tiles = entry.mapping;
       tiles.kind = StageMapping::Tiles;
       tiles.blockK = 16;
-      bool halves = contraction.xDType == contraction.yDType &&
-                    (contraction.xDType == DType::f16 || contraction.xDType == DType::bf16) &&
-                    core->accumulate == DType::f32 && core->body->dtype == DType::f32;
       why = "a contraction, M = " + std::to_string(m) + ", N = " + std::to_string(n);
       if (contraction.groups > 1)
         why += " per group, " + std::to_string(contraction.groups) + " groups";
@@ -214,7 +220,7 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::strin
         why += ", f16/bf16 operands but tensor-cores=false (no mma.sync m16n8k16): SIMT";
         halves = false;
       }
-      if (halves && m >= 16 && n >= 16 && (m < 32 || n < 32)) {
+      if (halves && (m < 32 || n < 32)) {
         // Small operands still get tensor cores: one warp computes a
         // 32 x 32 tile (2 x 4 mma tiles), guarded where M or N ends early.
         why += ", f16/bf16 operands: tensor cores (one warp a 32 x 32 tile)";

@@ -1015,7 +1015,7 @@ class Gen:
         axis = r.choice(axes)
         size = v.shape[axis]
         if r.random() < 0.5:
-            # One section (a 1-tuple) is a corner case: keep it rare.
+            # One section (the operand itself) is a corner case: keep it rare.
             opts = [s for s in range(2 if r.random() < 0.9 else 1, min(size, 4) + 1)
                     if (s - 1) * (-(-size // s)) < size]
             s = r.choice(opts)
@@ -1040,6 +1040,10 @@ class Gen:
         if axis != 0 or r.random() < 0.5:
             attr += ", axis = %d" % (axis - v.rank if r.random() < 0.25 else axis)
         attr += "}"
+        if len(fields) == 1:  # one section: the operand itself, a tensor (TVM Relax)
+            self.add_binding("split(@@0@@) %s" % attr, [v], v.dtype, tuple(v.shape), v.lo, v.hi,
+                             "split")
+            return
         t = self.add_binding("split(@@0@@) %s" % attr, [v], None, None, 0, 0, "split", fields=fields)
         picks = sorted(r.sample(range(len(fields)), r.randint(1, len(fields))))
         for i in picks:

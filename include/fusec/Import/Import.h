@@ -37,8 +37,12 @@ struct ONNXImportOptions {
 /// Reads the ONNX model at `path`. On failure returns null and sets `error`
 /// to a message that names what is missing (operator type, node name and
 /// opset for an unsupported operator or attribute).
+/// Warnings (the model still imports: e.g. a graph output declared with a
+/// shape the graph does not compute, which stale exporter shape inference
+/// leaves behind) go to `warnings` when given.
 std::unique_ptr<Module> importONNX(llvm::StringRef path, const ONNXImportOptions &options,
-                                   std::string &error);
+                                   std::string &error,
+                                   std::vector<std::string> *warnings = nullptr);
 
 /// The ONNX operator types the importer maps, sorted.
 std::vector<std::string> supportedONNXOps();

@@ -48,9 +48,17 @@ static std::optional<Type> inferReshape(InferContext &ctx) {
       inferredIndex = static_cast<int>(shape.size());
       shape.push_back(Dim::of(1));
       continue;
-    } else if (item.intValue <= 0) {
-      return ctx.errorAt(item.loc, "reshape sizes must be positive or -1, "
-                                   "got " + std::to_string(item.intValue));
+    } else if (item.intValue == 0) {
+      // TVM Relax's reshape: 0 copies the operand's dim at that position.
+      if (int64_t(shape.size()) >= input.getRank())
+        return ctx.errorAt(item.loc, "reshape entry " + std::to_string(shape.size()) +
+                                         " is 0 (copy the operand's dim) but the operand " +
+                                         input.str() + " has rank " +
+                                         std::to_string(input.getRank()));
+      shape.push_back(input.getShape()[shape.size()]);
+    } else if (item.intValue < 0) {
+      return ctx.errorAt(item.loc, "reshape sizes must be positive, 0 (copy the operand's "
+                                   "dim) or -1, got " + std::to_string(item.intValue));
     } else if (item.intValue > kMaxDimSize) {
       return ctx.errorAt(item.loc, "reshape size " + std::to_string(item.intValue) +
                                        " exceeds the maximum size 2^40");
@@ -264,10 +272,10 @@ static std::optional<Type> inferSplit(InferContext &ctx) {
       return ctx.errorAtAttr("indices_or_sections",
                              "split into more than " + std::to_string(kMaxSections) +
                                  " sections");
-    if (spec.intValue == 1) {
-      std::vector<Type> fields{input};
-      return Type::tuple(fields);
-    }
+    // One section is the operand itself, a tensor, not a 1-tuple (TVM Relax
+    // since apache/tvm#17642).
+    if (spec.intValue == 1)
+      return input;
     if (dim.isSymbolic())
       return ctx.error("split into sections along the symbolic dimension '" +
                        dim.symbol + "' is not supported");
@@ -277,6 +285,8 @@ static std::optional<Type> inferSplit(InferContext &ctx) {
       ranges.push_back({std::min(i * length, dim.size),
                         std::min((i + 1) * length, dim.size)});
   } else {
+    if (spec.list.empty())
+      return input; // no index: one section, as above
     if (dim.isSymbolic())
       return ctx.error("split at indices along the symbolic dimension '" +
                        dim.symbol + "' is not supported");
@@ -349,10 +359,11 @@ static std::optional<Type> inferTake(InferContext &ctx) {
   if (indices.getDType() != DType::i32 && indices.getDType() != DType::i64)
     return ctx.errorAtOperand(1, "take indices must be i32 or i64, got " +
                                      indices.str());
+  if (data.getRank() == 0)
+    return ctx.errorAtOperand(0, "take needs an operand of rank >= 1 (a 0-d tensor has no "
+                                 "elements to index)");
   if (!ctx.attr("axis"))
     return Type::tensor(data.getDType(), indices.getShape());
-  if (data.getRank() == 0)
-    return ctx.errorAtOperand(0, "take along an axis needs rank >= 1");
   auto axis = singleAxis(ctx, data.getRank(), 0);
   if (!axis)
     return std::nullopt;
@@ -496,6 +507,11 @@ static void legalizeConcat(KernelBuilder &b) {
 
 static void legalizeSplit(KernelBuilder &b) {
   int64_t rank = b.operandType(0).getRank();
+  if (!b.resultType.isTuple()) { // one section: a copy
+    auto vars = KernelBuilder::varNames("i", rank);
+    b.addStage(b.outputName(0), vars, b.load(0, KernelBuilder::vars(vars)));
+    return;
+  }
   int64_t axis = b.axes("axis", rank, {0}).front();
   const Attr *spec = b.attr("indices_or_sections");
   const Dim &dim = b.operandType(0).getShape()[axis];

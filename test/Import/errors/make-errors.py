@@ -166,7 +166,8 @@ def main():
         [helper.make_node("Add", ["x", "z"], ["y"], name="add")],
         [vi("x", [2, 3]), vi("z", [4])], [vi("y", [2, 3])], check=False))
 
-    # A graph output declared with another shape than the graph computes.
+    # A graph output declared with another shape than the graph computes (a
+    # warning: it imports with the computed shape).
     save("output_shape_mismatch", model(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],
         [vi("x", [2, 3])], [vi("y", [2, "n", 4])], check=False))
@@ -189,6 +190,14 @@ def main():
         [vi("x", ["batch", 4, 8])], [vi("y", ["batch2", 4, 4])],
         [const("i0", np.int64(0)), const("two", np.int64(2)), const("ax", np.int64([0])),
          const("rest", np.int64([4, 4]))]))
+
+    # A shape with a symbolic dim where a constant is needed (GPT-2's
+    # ConstantOfShape of a dynamic batch): the message names the option.
+    save("constantofshape_symbolic", model(
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("ConstantOfShape", ["s"], ["z"], name="zeros"),
+         helper.make_node("Add", ["x", "z"], ["y"])],
+        [vi("x", ["batch", 4])], [vi("y", ["batch", 4])]))
 
     # Files that are not ONNX models at all.
     write_raw("not_onnx_empty", b"")

@@ -163,6 +163,19 @@ check("resize_fractional", "Resize", img,
       {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
       resize_nearest_asymmetric(img, scales))
 
+# Resize linear with align_corners where in * scale is no integer (5 * 1.5):
+# the source coordinate uses the output length, as PyTorch (whose
+# F.interpolate(scale_factor=1.5, align_corners=True) exports exactly this)
+# and ONNX Runtime compute it: the last output is the last input.
+row = np.arange(1, 6, dtype=np.float32).reshape(1, 1, 1, 5)
+src = np.arange(7, dtype=np.float32) * 4 / 6
+lo = np.floor(src).astype(int)
+hi = np.minimum(lo + 1, 4)
+check("resize_align_corners", "Resize", row,
+      [("roi", np.array([], np.float32)), ("scales", np.array([1, 1, 1, 1.5], np.float32))],
+      {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+      (row[..., lo] * (1 - (src - lo)) + row[..., hi] * (src - lo)).astype(np.float32))
+
 # Trilu on the input (a where with a constant mask), and on a constant (a
 # causal mask, folded: only the add is left).
 sq = rng.standard_normal((2, 5, 6)).astype(np.float32)
@@ -174,5 +187,19 @@ run_model("trilu_causal_mask", [helper.make_node("Trilu", ["ones"], ["mask"], up
                                 helper.make_node("Add", ["x", "mask"], ["y"])],
           sq, [ones], sq + np.triu(np.ones((5, 6), np.float32)), opset=14, levels=([],),
           suffix=lambda fir: " (%d bindings)" % open(fir).read().count(" = "))
+# A constant (beyond the inline size) that a no-op node returns as it is,
+# read again afterwards: the fold once freed the value the constant's name
+# still pointed to (an LSTM's shared zero state, expanded twice).
+c32 = rng.standard_normal((1, 2, 16)).astype(np.float32)
+x16 = rng.standard_normal((1, 2, 16)).astype(np.float32)
+inits = [numpy_helper.from_array(c32, "c"), const("shape", [1, 2, 16]),
+         const("reps", [1, 1, 1]), const("zpads", [0] * 6)]
+nodes = [helper.make_node("Expand", ["c", "shape"], ["e1"]),
+         helper.make_node("Max", ["c"], ["e2"]),
+         helper.make_node("Tile", ["c", "reps"], ["e3"]),
+         helper.make_node("Pad", ["c", "zpads"], ["e4"]),
+         helper.make_node("Expand", ["c", "shape"], ["e5"]),
+         helper.make_node("Sum", ["x", "e1", "e2", "e3", "e4", "e5"], ["y"])]
+run_model("constant_passed_through", nodes, x16, inits, x16 + 5 * c32, levels=([],))
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

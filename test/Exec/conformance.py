@@ -234,8 +234,9 @@ def add_case(case):
 
 
 def op1(name, call, params, expected, ret_types=None, exact=False):
-    """One binding `%r = CALL` returning %r (a tensor, or a tuple for split)."""
-    rets = "r" if call.startswith("split(") else ["r"]
+    """One binding `%r = CALL` returning %r (a tensor, or a tuple for split
+    into more than one section: one section is the operand itself)."""
+    rets = "r" if call.startswith("split(") and len(expected) > 1 else ["r"]
     add_case(Case(name, params, ["%r = " + call], rets, expected, ret_types, exact))
 
 

@@ -142,9 +142,12 @@ static std::optional<Type> inferConv2d(InferContext &ctx) {
   if (x.getRank() != 4 || w.getRank() != 4)
     return ctx.error("nn.conv2d takes NCHW data and OIHW weights (rank 4), "
                      "got " + x.str() + " and " + w.str());
-  if (x.getDType() != w.getDType() || x.getDType() == DType::boolean)
-    return ctx.errorAtOperand(1, "nn.conv2d operands need one numeric dtype, "
-                                 "got " + x.str() + " and " + w.str());
+  // As matmul (TVM's InferStructInfoConv2d): operands of two dtypes need
+  // an out_dtype, which each is cast to.
+  if (x.getDType() == DType::boolean || w.getDType() == DType::boolean ||
+      (x.getDType() != w.getDType() && !ctx.attr("out_dtype")))
+    return ctx.errorAtOperand(1, "nn.conv2d operands need one numeric dtype (or an "
+                                 "out_dtype), got " + x.str() + " and " + w.str());
   auto strides = pairOf(ctx, "strides", 1);
   auto dilation = pairOf(ctx, "dilation", 1);
   std::vector<int64_t> padding = paddingOf(ctx);
@@ -177,7 +180,10 @@ static std::optional<Type> inferConv2d(InferContext &ctx) {
                             "width");
   if (!width)
     return std::nullopt;
-  return Type::tensor(x.getDType(), {xs[0], ws[0], *height, *width});
+  DType outDType = x.getDType();
+  if (const Attr *out = ctx.attr("out_dtype"))
+    outDType = *parseDType(out->text);
+  return Type::tensor(outDType, {xs[0], ws[0], *height, *width});
 }
 
 static std::optional<Type> inferPool2d(InferContext &ctx) {
@@ -209,9 +215,9 @@ static std::optional<Type> inferPool2d(InferContext &ctx) {
 
 static std::optional<Type> inferAdaptivePool2d(InferContext &ctx) {
   const Type &x = ctx.operand(0);
-  if (x.getRank() != 4 || !isFloatDType(x.getDType()))
-    return ctx.errorAtOperand(0, "nn.adaptive_avg_pool2d takes floating-point "
-                                 "NCHW data, got " + x.str());
+  if (x.getRank() != 4 || x.getDType() == DType::boolean)
+    return ctx.errorAtOperand(0, "nn.adaptive_avg_pool2d takes numeric NCHW data, got " +
+                                     x.str());
   Shape shape = x.getShape();
   if (ctx.attr("output_size")) {
     auto size = pairOf(ctx, "output_size", 1);
@@ -264,6 +270,17 @@ static bool castKeepsValues(DType from, DType to) {
   return (from == DType::f16 || from == DType::bf16) && to == DType::f32;
 }
 
+/// A contraction's operand load cast to the result's dtype `dtype` (TVM's
+/// te_matmul and conv2d cast to out_dtype), then to its accumulation dtype
+/// `acc`. A cast that keeps every value is left out, so that a tiled
+/// schedule still stages the operand as stored (i8 tiles for an i8 x i8 ->
+/// i32 matmul).
+static KExprPtr castOperand(KExprPtr load, DType dtype, DType acc) {
+  if (!castKeepsValues(load->dtype, dtype))
+    load = castTo(load, dtype);
+  return castTo(load, acc);
+}
+
 static void legalizeMatmul(KernelBuilder &b) {
   Shape left = b.operandType(0).getShape(), right = b.operandType(1).getShape();
   bool leftVector = left.size() == 1, rightVector = right.size() == 1;
@@ -291,18 +308,10 @@ static void legalizeMatmul(KernelBuilder &b) {
   w.push_back(r);
   if (!rightVector)
     w.push_back(outVars.back());
-  // Each operand is cast to the result's dtype (TVM's te_matmul casts to
-  // out_dtype), then accumulated in its compute dtype. A cast that keeps
-  // every value is left out, so that a tiled schedule still stages the
-  // operand as stored (i8 tiles for an i8 x i8 -> i32 matmul).
   DType dtype = b.resultType.getDType(), acc = computeDType(dtype);
-  auto operand = [&](KExprPtr load) {
-    if (!castKeepsValues(load->dtype, dtype))
-      load = castTo(load, dtype);
-    return castTo(load, acc);
-  };
-  KExprPtr product =
-      KExpr::call("multiply", {operand(b.load(0, a)), operand(b.load(1, w))}, acc);
+  KExprPtr product = KExpr::call(
+      "multiply", {castOperand(b.load(0, a), dtype, acc), castOperand(b.load(1, w), dtype, acc)},
+      acc);
   b.addReduction(b.outputName(0), vars, "add", {{reduceVar, left.back()}}, 0.0, acc,
                  product);
 }
@@ -356,10 +365,10 @@ static void legalizeConv2d(KernelBuilder &b) {
   WindowRead read = windowRead(b, outVars, channel, windowPairAttr(b.attr("strides"), 1),
                                windowPairAttr(b.attr("dilation"), 1), windowPaddingAttr(b.attr("padding")), false);
   DType dtype = b.resultType.getDType(), acc = computeDType(dtype);
-  KExprPtr x = castTo(b.load(0, read.indices), acc);
+  KExprPtr x = castOperand(b.load(0, read.indices), dtype, acc);
   if (read.inBounds)
     x = KExpr::select(read.inBounds, x, KExpr::literal(0, acc));
-  KExprPtr w = castTo(b.load(1, {outVars[1], c, KExpr::var(rh), KExpr::var(rw)}), acc);
+  KExprPtr w = castOperand(b.load(1, {outVars[1], c, KExpr::var(rh), KExpr::var(rw)}), dtype, acc);
   b.addReduction(b.outputName(0), vars, "add",
                  {{rc, weights[1]}, {rh, weights[2]}, {rw, weights[3]}}, 0.0, acc,
                  KExpr::call("multiply", {x, w}, acc));
@@ -458,7 +467,8 @@ void fusec::registerComplexOps(std::vector<const OpInfo *> &registry) {
        {{"strides", AttrSchema::IntOrList},
         {"padding", AttrSchema::IntOrList},
         {"dilation", AttrSchema::IntOrList},
-        {"groups", AttrSchema::Int}},
+        {"groups", AttrSchema::Int},
+        {"out_dtype", AttrSchema::DTypeName}},
        inferConv2d, false, legalizeConv2d},
       {"nn.max_pool2d", OpClass::Complex, 1, 1, poolAttrs, inferPool2d, false,
        legalizePool2d},

@@ -434,6 +434,8 @@ static const std::vector<OpConverter> &converterTable() {
     registerMathOps(all);
     registerActivationOps(all);
     registerNNOps(all);
+    registerReduceOps(all);
+    registerSpatialOps(all);
     registerTensorOps(all);
     registerFillOps(all);
     registerResizeOps(all);

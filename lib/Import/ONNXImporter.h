@@ -119,13 +119,29 @@ bool foldElementwise(NodeContext &c);
 /// node's outputs into constants, removing the bindings (ONNXFold.cpp).
 void foldNodeOnConstants(Importer &importer, NodeContext &c, size_t firstNew);
 
+/// Input `i`, a [C] vector, as a tensor broadcasting against [N, C,
+/// spatial...] of rank `rank`: reshaped if constant, else expand_dims
+/// (ONNXOpsNN.cpp).
+Value *perChannel(NodeContext &c, size_t i, int64_t rank, llvm::StringRef hint);
+/// 1-D window operators (NCL) run as their 2-D forms over a unit height
+/// (ONNXOpsNN.cpp): input `i` with a unit dim inserted at 2 (a constant is
+/// reshaped at import), a 1-D attribute list as the 2-D one ([v] ->
+/// [neutral, v]; with neutral 0, pads [b, e] -> [0, b, 0, e]), and the
+/// unit dim squeezed from the result.
+Value *withUnitHeight(NodeContext &c, size_t i, llvm::StringRef hint);
+std::vector<int64_t> liftWindowList(std::vector<int64_t> values, int64_t neutral);
+Value *dropUnitHeight(NodeContext &c, Value *v, llvm::StringRef name);
+
 /// The tables of ONNXOpsMath.cpp, ONNXOpsActivation.cpp, ONNXOpsNN.cpp,
-/// ONNXOpsTensor.cpp, ONNXOpsFill.cpp and ONNXOpsResize.cpp.
+/// ONNXOpsReduce.cpp, ONNXOpsSpatial.cpp, ONNXOpsTensor.cpp, ONNXOpsFill.cpp
+/// and ONNXOpsResize.cpp.
 void registerMathOps(std::vector<OpConverter> &table);
 void registerActivationOps(std::vector<OpConverter> &table);
 void registerFillOps(std::vector<OpConverter> &table);
 void registerResizeOps(std::vector<OpConverter> &table);
 void registerNNOps(std::vector<OpConverter> &table);
+void registerReduceOps(std::vector<OpConverter> &table);
+void registerSpatialOps(std::vector<OpConverter> &table);
 void registerTensorOps(std::vector<OpConverter> &table);
 
 class Importer {

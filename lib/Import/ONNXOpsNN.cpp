@@ -1,7 +1,9 @@
 //===- ONNXOpsNN.cpp - Neural-network ONNX operators ----------------------===//
 //
 // Conv (2-D, NCHW/OIHW, groups, pads, strides, dilations, auto_pad on
-// static sizes) -> nn.conv2d, its bias added as a [1,C,1,1] tensor; Gemm ->
+// static sizes) -> nn.conv2d, its bias added as a [1,C,1,1] tensor; 1-D
+// Conv and pools (NCL) run as the 2-D ones over a unit height (expand_dims
+// at 2, the attributes lifted, squeeze after); Gemm ->
 // permute_dims (transA/transB), matmul, alpha and beta as multiplications,
 // C added; MatMul -> matmul; BatchNormalization (inference) -> x * s + t per
 // channel, s and t folded from constant statistics (in double, then
@@ -11,8 +13,7 @@
 // GlobalAveragePool/GlobalMaxPool -> mean/max over the spatial axes with
 // keepdims; Softmax/LogSoftmax (opset 13: one axis); LayerNormalization ->
 // nn.layer_norm over the axes from `axis` on (a missing bias is zeros);
-// InstanceNormalization -> mean, variance and rsqrt over the spatial axes;
-// ReduceSum/Mean/Max/Min/Prod -> sum/mean/max/min/prod.
+// InstanceNormalization -> mean, variance and rsqrt over the spatial axes.
 //
 //===----------------------------------------------------------------------===//
 #include "ONNXImporter.h"
@@ -24,7 +25,7 @@ using namespace fusec::onnximport;
 
 /// A [C] vector as a tensor broadcasting against [N, C, spatial...]:
 /// reshaped if constant, else expand_dims.
-static Value *perChannel(NodeContext &c, size_t i, int64_t rank, llvm::StringRef hint) {
+Value *onnximport::perChannel(NodeContext &c, size_t i, int64_t rank, llvm::StringRef hint) {
   if (const TensorData *data = c.constant(i)) {
     if (data->getShape().size() != 1)
       return c.fail("input " + std::to_string(i) + " must be a vector"), nullptr;
@@ -49,15 +50,53 @@ struct Window {
   std::vector<int64_t> kernel, strides{1, 1}, dilations{1, 1}, pads{0, 0, 0, 0};
 };
 
-static bool readWindow(NodeContext &c, const Type &x, Window &w) {
+std::vector<int64_t> onnximport::liftWindowList(std::vector<int64_t> values, int64_t neutral) {
+  if (values.size() == 1)
+    return {neutral, values[0]};
+  if (values.size() == 2 && neutral == 0) // pads [begin, end]
+    return {0, values[0], 0, values[1]};
+  return values;
+}
+
+Value *onnximport::withUnitHeight(NodeContext &c, size_t i, llvm::StringRef hint) {
+  if (const TensorData *data = c.constant(i)) {
+    std::vector<int64_t> shape = data->getShape();
+    shape.insert(shape.begin() + 2, 1);
+    TensorData lifted(data->getDType(), shape);
+    for (int64_t k = 0; k < data->getNumElements(); ++k)
+      lifted.set(k, data->get(k));
+    return c.emitConstant(std::move(lifted), hint);
+  }
+  Value *v = c.input(i);
+  Attrs attrs;
+  attrs.set("axis", Attr::makeInt(2));
+  return v ? c.emit("expand_dims", {Operand::of(v)}, attrs, hint) : nullptr;
+}
+
+Value *onnximport::dropUnitHeight(NodeContext &c, Value *v, llvm::StringRef name) {
+  Attrs attrs;
+  attrs.set("axis", makeIntList({2}));
+  return v ? c.emit("squeeze", {Operand::of(v)}, attrs, name) : nullptr;
+}
+
+/// `x` is the (lifted) rank-4 input; `oneD` lifts the 1-D attributes.
+static bool readWindow(NodeContext &c, const Type &x, Window &w, bool oneD) {
   if (x.getRank() != 4)
-    return c.fail("only 2-D windows (rank-4 NCHW inputs) are supported, not rank " +
-                  std::to_string(x.getRank()));
-  if (auto strides = c.attrInts("strides"))
+    return c.fail("only 1-D and 2-D windows (rank-3 NCL and rank-4 NCHW inputs) are "
+                  "supported, not rank " + std::to_string(x.getRank()));
+  auto list = [&](const char *name, int64_t neutral) -> std::optional<std::vector<int64_t>> {
+    std::optional<std::vector<int64_t>> values = c.attrInts(name);
+    if (values && oneD && values->size() == (neutral == 0 ? 2u : 1u))
+      values = liftWindowList(*values, neutral);
+    return values;
+  };
+  if (oneD && w.kernel.size() == 1)
+    w.kernel = liftWindowList(w.kernel, 1);
+  if (auto strides = list("strides", 1))
     w.strides = *strides;
-  if (auto dilations = c.attrInts("dilations"))
+  if (auto dilations = list("dilations", 1))
     w.dilations = *dilations;
-  if (auto pads = c.attrInts("pads"))
+  if (auto pads = list("pads", 0))
     w.pads = *pads;
   if (w.kernel.size() != 2 || w.strides.size() != 2 || w.dilations.size() != 2 ||
       w.pads.size() != 4)
@@ -102,28 +141,40 @@ static bool convertConv(NodeContext &c) {
   Value *x = c.input(0), *w = c.input(1);
   if (!x || !w)
     return false;
+  std::string name = c.node.output(0);
+  // A 1-D convolution is the 2-D one over a unit height.
+  bool oneD = x->type.getRank() == 3 && w->type.getRank() == 3;
+  if (oneD) {
+    x = withUnitHeight(c, 0, name + "_input");
+    w = withUnitHeight(c, 1, name + "_weights");
+    if (!x || !w)
+      return false;
+  }
   if (w->type.getRank() != 4)
-    return c.fail("only 2-D convolutions (rank-4 weights) are supported");
+    return c.fail("only 1-D and 2-D convolutions (rank-3 and rank-4 weights) are supported");
   Window window;
   for (int d = 0; d < 2; ++d)
     window.kernel.push_back(w->type.getShape()[2 + d].size);
-  if (auto kernel = c.attrInts("kernel_shape"); kernel && *kernel != window.kernel)
+  if (auto kernel = c.attrInts("kernel_shape");
+      kernel && (oneD ? liftWindowList(*kernel, 1) : *kernel) != window.kernel)
     return c.fail("kernel_shape does not match the weights' spatial dims");
-  if (!readWindow(c, x->type, window))
+  if (!readWindow(c, x->type, window, oneD))
     return false;
   Attrs attrs;
   attrs.set("strides", makeIntList(window.strides));
   attrs.set("padding", makeIntList(window.pads));
   attrs.set("dilation", makeIntList(window.dilations));
   attrs.set("groups", Attr::makeInt(c.attrInt("group", 1)));
-  std::string name = c.node.output(0);
+  bool last = !c.hasInput(2) && !oneD;
   Value *conv = c.emit("nn.conv2d", {Operand::of(x), Operand::of(w)}, attrs,
-                       c.hasInput(2) ? name + "_conv" : name);
+                       last ? name : name + "_conv");
   if (conv && c.hasInput(2)) {
     Value *bias = perChannel(c, 2, 4, name + "_bias");
-    conv = c.emit("add", {Operand::of(conv), Operand::of(bias)});
+    conv = bias ? c.emit("add", {Operand::of(conv), Operand::of(bias)}, {},
+                         oneD ? name + "_biased" : name)
+                : nullptr;
   }
-  c.define(0, conv);
+  c.define(0, oneD ? dropUnitHeight(c, conv, name) : conv);
   return true;
 }
 
@@ -268,10 +319,14 @@ static bool convertPool(NodeContext &c) {
   Value *x = c.input(0);
   if (!x)
     return false;
+  std::string name = c.node.output(0);
+  bool oneD = x->type.getRank() == 3; // the 2-D pool over a unit height
+  if (oneD && !(x = withUnitHeight(c, 0, name + "_input")))
+    return false;
   Window window;
   if (auto kernel = c.attrInts("kernel_shape"))
     window.kernel = *kernel;
-  if (!readWindow(c, x->type, window))
+  if (!readWindow(c, x->type, window, oneD))
     return false;
   Attrs attrs;
   attrs.set("pool_size", makeIntList(window.kernel));
@@ -288,7 +343,9 @@ static bool convertPool(NodeContext &c) {
       llvm::any_of(window.pads, [](int64_t p) { return p != 0; }))
     return c.fail("count_include_pad = 1 with padding is not supported (fusec's average "
                   "pool excludes the padding, as TVM's does by default)");
-  c.define(0, c.emit(IsMax ? "nn.max_pool2d" : "nn.avg_pool2d", {Operand::of(x)}, attrs));
+  Value *pooled = c.emit(IsMax ? "nn.max_pool2d" : "nn.avg_pool2d", {Operand::of(x)}, attrs,
+                         oneD ? name + "_2d" : name);
+  c.define(0, oneD ? dropUnitHeight(c, pooled, name) : pooled);
   return true;
 }
 
@@ -444,32 +501,8 @@ static bool convertInstanceNorm(NodeContext &c) {
   return true;
 }
 
-template <const char *Op>
-static bool convertReduce(NodeContext &c) {
-  Value *x = c.input(0);
-  if (!x)
-    return false;
-  std::optional<std::vector<int64_t>> axes = c.attrInts("axes");
-  if (c.hasInput(1)) {
-    axes = c.ints(1, "axes");
-    if (!axes)
-      return false;
-  }
-  bool keepdims = c.attrInt("keepdims", 1) != 0;
-  bool noopWithEmpty = c.attrInt("noop_with_empty_axes", 0) != 0;
-  if ((!axes || axes->empty()) && noopWithEmpty)
-    return c.define(0, x), true;
-  Attrs attrs;
-  if (axes && !axes->empty())
-    attrs.set("axis", makeIntList(*axes));
-  attrs.set("keepdims", Attr::makeBool(keepdims));
-  c.define(0, c.emit(Op, {Operand::of(x)}, attrs));
-  return true;
-}
-
 static const char kSoftmax[] = "nn.softmax", kLogSoftmax[] = "nn.log_softmax",
-                  kMean[] = "mean", kSum[] = "sum", kMax[] = "max", kMin[] = "min",
-                  kProd[] = "prod";
+                  kMean[] = "mean", kMax[] = "max";
 
 void onnximport::registerNNOps(std::vector<OpConverter> &table) {
   table.insert(table.end(), {
@@ -485,10 +518,5 @@ void onnximport::registerNNOps(std::vector<OpConverter> &table) {
       {"LogSoftmax", convertSoftmax<kLogSoftmax>},
       {"LayerNormalization", convertLayerNorm},
       {"InstanceNormalization", convertInstanceNorm},
-      {"ReduceMean", convertReduce<kMean>},
-      {"ReduceSum", convertReduce<kSum>},
-      {"ReduceMax", convertReduce<kMax>},
-      {"ReduceMin", convertReduce<kMin>},
-      {"ReduceProd", convertReduce<kProd>},
   });
 }

@@ -2,16 +2,27 @@
 //
 // Contract: removes bindings whose values nothing live uses, and functions
 // that no entry point reaches. An entry point is a graph function that no
-// other function calls in the input (spec §9); entry points are kept even
-// when unused. Outside dataflow blocks a `call_extern` may have effects and
-// is kept; inside a block every binding is side-effect free (spec §3).
+// other function calls in the input (spec §9) and that fusion did not make
+// (primitive, composite and codegen functions are private in TVM, unless
+// the module has nothing else), and `@main` always (the public entry, as
+// TVM keeps it); entry points are kept even when unused.
+// Outside dataflow blocks a `call_extern` may have effects and is kept, and
+// so is a `call` of a function that has such effects; inside a block every
+// binding is side-effect free (spec §3). As TVM's normalizer after its DCE:
+// a dataflow block left empty goes, and two blocks that only dead bindings
+// separated become one (blocks adjacent in the input stay apart: that is
+// how a fusion barrier is written).
 //
 // Algorithm:
-//   1. Find the entry points: functions that no `call` names.
+//   1. Find the entry points: ungrouped functions that no `call` names,
+//      and @main;
+//      and the functions with effects (a call_extern, or a call of such a
+//      function, outside a block), to a fixpoint.
 //   2. In each function, mark the returned values live, then walk the
 //      bindings backwards: a live binding makes its operands live. Repeat
 //      until nothing changes (one backward sweep suffices in SSA order).
-//   3. Drop dead bindings and remove them from `output` lists.
+//   3. Drop dead bindings and remove them from `output` lists; drop empty
+//      blocks and merge blocks that dead bindings alone kept apart.
 //   4. Remove functions not reachable from an entry point through `call`,
 //      and kernels that no remaining function calls (a module of kernels
 //      only, with no graph function, keeps them all).
@@ -40,15 +51,38 @@ public:
   bool run(Module &module, PassContext &context) override;
 
 private:
+  void findEffects(const Module &module);
+  bool hasEffects(const Binding &binding, bool inDataflowBlock) const;
   void eliminateDeadBindings(Function &function);
+  /// Functions whose calls outside a block must stay (step 1).
+  llvm::StringSet<> effectful;
   void eliminateUnreachableFunctions(Module &module,
                                      const llvm::StringSet<> &entryPoints);
 };
 } // namespace
 
 /// Whether `binding` must stay even when its value is unused.
-static bool hasEffects(const Binding &binding, bool inDataflowBlock) {
-  return !inDataflowBlock && binding.kind == ExprKind::CallExtern;
+bool DCE::hasEffects(const Binding &binding, bool inDataflowBlock) const {
+  if (inDataflowBlock)
+    return false;
+  return binding.kind == ExprKind::CallExtern ||
+         (binding.kind == ExprKind::Call && effectful.count(binding.callee));
+}
+
+void DCE::findEffects(const Module &module) {
+  effectful.clear();
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto &function : module.functions) {
+      if (effectful.count(function->name))
+        continue;
+      bool effects = llvm::any_of(function->body, [&](const BodyItem &item) {
+        return item.binding && hasEffects(*item.binding, false);
+      });
+      if (effects)
+        changed = effectful.insert(function->name).second;
+    }
+  }
 }
 
 void DCE::eliminateDeadBindings(Function &function) {
@@ -83,10 +117,17 @@ void DCE::eliminateDeadBindings(Function &function) {
     return dead;
   };
   std::vector<BodyItem> kept;
+  // Whether a dead binding was dropped since the last kept item: a block
+  // after it may join the block before it.
+  bool droppedSinceLast = false;
   for (BodyItem &item : function.body) {
     if (item.binding) {
-      if (!isDead(item.binding, false))
-        kept.push_back(std::move(item));
+      if (isDead(item.binding, false)) {
+        droppedSinceLast = true;
+        continue;
+      }
+      kept.push_back(std::move(item));
+      droppedSinceLast = false;
       continue;
     }
     DataflowBlock &block = *item.block;
@@ -95,7 +136,21 @@ void DCE::eliminateDeadBindings(Function &function) {
     llvm::erase_if(block.bindings, [&](const std::unique_ptr<Binding> &b) {
       return isDead(b, true);
     });
+    if (block.bindings.empty()) {
+      droppedSinceLast = true;
+      continue;
+    }
+    if (droppedSinceLast && !kept.empty() && kept.back().block) {
+      DataflowBlock &previous = *kept.back().block;
+      for (std::unique_ptr<Binding> &binding : block.bindings)
+        previous.bindings.push_back(std::move(binding));
+      previous.outputs.insert(previous.outputs.end(), block.outputs.begin(), block.outputs.end());
+      previous.outputLocs.resize(previous.outputs.size());
+      previous.hasOutputClause |= block.hasOutputClause;
+      continue; // still joined to what came before: droppedSinceLast stays
+    }
     kept.push_back(std::move(item));
+    droppedSinceLast = false;
   }
   function.body = std::move(kept);
 }
@@ -135,10 +190,18 @@ bool DCE::run(Module &module, PassContext &context) {
       if (binding.kind == ExprKind::Call)
         called.insert(binding.callee);
     });
+  // Functions that fusion made (primitive, composite, codegen) are private
+  // in TVM: one nobody calls is no entry point, unless the module has
+  // nothing else.
+  bool onlyGrouped = llvm::all_of(module.functions, [](const std::unique_ptr<Function> &f) {
+    return f->isGroupedFunction();
+  });
   llvm::StringSet<> entryPoints;
   for (const auto &function : module.functions)
-    if (!called.count(function->name))
+    if ((!called.count(function->name) && (onlyGrouped || !function->isGroupedFunction())) ||
+        function->name == "main")
       entryPoints.insert(function->name);
+  findEffects(module);
   for (auto &function : module.functions)
     eliminateDeadBindings(*function);
   eliminateUnreachableFunctions(module, entryPoints);

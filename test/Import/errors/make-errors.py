@@ -70,8 +70,8 @@ def main():
 
     # An operator fusec does not map (valid ONNX).
     save("unsupported_op", model(
-        [helper.make_node("DepthToSpace", ["x"], ["y"], name="d2s", blocksize=2)],
-        [vi("x", [1, 4, 2, 2])], [vi("y", [1, 1, 4, 4])]))
+        [helper.make_node("Det", ["x"], ["y"], name="det")],
+        [vi("x", [2, 3, 3])], [vi("y", [2])]))
 
     # A made-up attribute on a supported operator (not valid ONNX).
     save("conv_extra_attr", model(
@@ -125,11 +125,11 @@ def main():
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],
         [vi("x", [4])], [], check=False))
 
-    # A 1-D convolution: rank-3 input and weights (valid ONNX).
-    save("conv1d", model(
-        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv1d")],
-        [vi("x", [1, 2, 8])], [vi("y", [1, 4, 6])],
-        [const("w", np.zeros([4, 2, 3], np.float32))]))
+    # A 3-D convolution: rank-5 input and weights (valid ONNX).
+    save("conv3d", model(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv3d")],
+        [vi("x", [1, 2, 4, 4, 4])], [vi("y", [1, 4, 2, 2, 2])],
+        [const("w", np.zeros([4, 2, 3, 3, 3], np.float32))]))
 
     # An initializer whose raw_data holds 20 bytes where f32[2,3] needs 24.
     bad = helper.make_tensor("w", F32, [2, 3], b"\0" * 24, raw=True)

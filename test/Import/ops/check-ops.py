@@ -201,5 +201,64 @@ nodes = [helper.make_node("Expand", ["c", "shape"], ["e1"]),
          helper.make_node("Expand", ["c", "shape"], ["e5"]),
          helper.make_node("Sum", ["x", "e1", "e2", "e3", "e4", "e5"], ["y"])]
 run_model("constant_passed_through", nodes, x16, inits, x16 + 5 * c32, levels=([],))
+
+
+def conv_transpose_ref(x, w, stride, pads, dilation, groups, output_padding=(0, 0)):
+    """ONNX ConvTranspose, 2-D, by scattering each input element."""
+    n, cin, h, wd = x.shape
+    mg, kh, kw = w.shape[1:]
+    cg = cin // groups
+    full = [(h - 1) * stride[0] + (kh - 1) * dilation[0] + 1 + output_padding[0],
+            (wd - 1) * stride[1] + (kw - 1) * dilation[1] + 1 + output_padding[1]]
+    y = np.zeros((n, mg * groups, full[0], full[1]), np.float64)
+    for g in range(groups):
+        for c in range(cg):
+            for i in range(h):
+                for j in range(wd):
+                    for a in range(kh):
+                        for b in range(kw):
+                            y[:, g * mg:(g + 1) * mg, i * stride[0] + a * dilation[0],
+                              j * stride[1] + b * dilation[1]] += \
+                                x[:, g * cg + c, i, j, None] * w[g * cg + c, :, a, b]
+    return y[:, :, pads[0]:full[0] - pads[2], pads[1]:full[1] - pads[3]].astype(np.float32)
+
+
+# ConvTranspose with weights computed at run time (not folded at import:
+# reshape, permute_dims and a reversed strided_slice flip them), 2 groups,
+# stride (2, 3), dilation (1, 2), asymmetric pads, output_padding; and 1-D.
+xt = rng.standard_normal((1, 4, 3, 4)).astype(np.float32)
+wt = rng.standard_normal((4, 3, 2, 3)).astype(np.float32)
+attrs = {"strides": [2, 3], "dilations": [1, 2], "pads": [1, 0, 0, 2], "group": 2,
+         "output_padding": [1, 0]}
+nodes = [helper.make_node("ReduceMean", ["x"], ["m"], keepdims=0),
+         helper.make_node("Mul", ["m", "zero"], ["m0"]),
+         helper.make_node("Add", ["w0", "m0"], ["w"]),
+         helper.make_node("ConvTranspose", ["x", "w"], ["y"], **attrs)]
+run_model("convtranspose_runtime_weights", nodes, xt,
+          [numpy_helper.from_array(wt, "w0"), numpy_helper.from_array(np.float32(0), "zero")],
+          conv_transpose_ref(xt, wt, [2, 3], [1, 0, 0, 2], [1, 2], 2, (1, 0)))
+x1 = rng.standard_normal((2, 3, 7)).astype(np.float32)
+w1 = rng.standard_normal((3, 2, 3)).astype(np.float32)
+check("convtranspose_1d", "ConvTranspose", x1, [("w", w1)],
+      {"strides": [2], "pads": [1, 0]},
+      conv_transpose_ref(x1[:, :, None], w1[:, :, None], [1, 2], [0, 1, 0, 0], [1, 1], 1)[:, :, 0])
+# Conv and pools over 1-D (NCL) inputs: the 2-D forms over a unit height.
+wc = rng.standard_normal((4, 3, 3)).astype(np.float32)
+bc = rng.standard_normal(4).astype(np.float32)
+xp = np.pad(x1, [(0, 0), (0, 0), (2, 1)])
+conv1 = np.stack([sum(np.einsum("nc,oc->no", xp[:, :, 2 * i + 2 * k], wc[:, :, k])
+                      for k in range(3)) for i in range(3)], -1) + bc[:, None]
+check("conv_1d", "Conv", x1, [("w", wc), ("b", bc)],
+      {"strides": [2], "pads": [2, 1], "dilations": [2]}, conv1.astype(np.float32))
+check("maxpool_1d_ceil", "MaxPool", x1, [], {"kernel_shape": [2], "strides": [2],
+                                              "ceil_mode": 1},
+      onnx_pool(x1[:, :, None], [1, 2], [1, 2], [0, 0, 0, 0], True)[:, :, 0])
+check("averagepool_1d", "AveragePool", x1, [], {"kernel_shape": [3], "pads": [1, 1]},
+      onnx_pool(x1[:, :, None], [1, 3], [1, 1], [0, 1, 0, 1], False)[:, :, 0])
+# ReduceLogSumExp of values whose exp overflows f32 (the max is subtracted).
+big = (rng.standard_normal((2, 3, 4)) * 5 + 100).astype(np.float32)
+lse = np.log(np.exp(big.astype(np.float64) - 100).sum(axis=1)) + 100
+check("reducelogsumexp_large", "ReduceLogSumExp", big, [], {"axes": [1], "keepdims": 0},
+      lse.astype(np.float32))
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

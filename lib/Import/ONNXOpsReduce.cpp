@@ -1,0 +1,149 @@
+//===- ONNXOpsReduce.cpp - Reductions -------------------------------------===//
+//
+// ReduceSum/Mean/Max/Min/Prod -> sum/mean/max/min/prod {axis, keepdims}
+// (axes as the attribute, or as input 1 where the opset has it;
+// noop_with_empty_axes). The composed ones apply their elementwise parts
+// around a sum:
+//   ReduceL1        sum(abs(x))
+//   ReduceL2        sqrt(sum(x * x))          (F.normalize's norm)
+//   ReduceSumSquare sum(x * x)
+//   ReduceLogSum    log(sum(x))
+//   ReduceLogSumExp log(sum(exp(x - m))) + m, m = max(x) with keepdims, so
+//                   that a large x does not overflow exp (as ONNX Runtime);
+//                   the kept dims are squeezed after, without keepdims.
+// With noop_with_empty_axes and no axes, nothing is reduced: only the
+// elementwise parts apply (a reduction over no axis).
+//
+//===----------------------------------------------------------------------===//
+#include "ONNXImporter.h"
+
+using namespace fusec;
+using namespace fusec::onnximport;
+
+namespace {
+enum class Composed { None, L1, L2, SumSquare, LogSum, LogSumExp };
+
+/// The reduction's attributes; `reduces` is false for a no-op reduction.
+struct ReduceAttrs {
+  Attrs attrs;
+  std::vector<int64_t> axes; // empty: every axis
+  bool keepdims = true;
+  bool reduces = true;
+};
+} // namespace
+
+static std::optional<ReduceAttrs> readReduceAttrs(NodeContext &c) {
+  std::optional<std::vector<int64_t>> axes = c.attrInts("axes");
+  if (c.hasInput(1)) {
+    axes = c.ints(1, "axes");
+    if (!axes)
+      return std::nullopt;
+  }
+  ReduceAttrs result;
+  result.keepdims = c.attrInt("keepdims", 1) != 0;
+  if ((!axes || axes->empty()) && c.attrInt("noop_with_empty_axes", 0) != 0) {
+    result.reduces = false;
+    return result;
+  }
+  if (axes && !axes->empty()) {
+    result.axes = *axes;
+    result.attrs.set("axis", makeIntList(*axes));
+  }
+  result.attrs.set("keepdims", Attr::makeBool(result.keepdims));
+  return result;
+}
+
+template <Composed Kind>
+static bool convertComposedReduce(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  std::optional<ReduceAttrs> reduce = readReduceAttrs(c);
+  if (!reduce)
+    return false;
+  bool needsFloat = Kind == Composed::L2 || Kind == Composed::LogSum ||
+                    Kind == Composed::LogSumExp;
+  if (needsFloat && !isFloatDType(x->type.getDType()))
+    return c.fail("the input must be a float tensor, not " + x->type.str());
+  std::string name = c.node.output(0);
+  auto unary = [&](const char *op, Value *v, const std::string &hint) {
+    return c.emit(op, {Operand::of(v)}, {}, hint);
+  };
+  auto sum = [&](Value *v, Attrs attrs, const std::string &hint) {
+    return reduce->reduces ? c.emit("sum", {Operand::of(v)}, std::move(attrs), hint) : v;
+  };
+  Value *result = nullptr;
+  switch (Kind) {
+  case Composed::None:
+    return false;
+  case Composed::L1:
+    result = sum(unary("abs", x, name + "_abs"), reduce->attrs, name);
+    break;
+  case Composed::L2:
+  case Composed::SumSquare: {
+    Value *square = c.emit("multiply", {Operand::of(x), Operand::of(x)}, {}, name + "_square");
+    result = sum(square, reduce->attrs, Kind == Composed::L2 ? name + "_sum" : name);
+    if (Kind == Composed::L2)
+      result = unary("sqrt", result, name);
+    break;
+  }
+  case Composed::LogSum:
+    result = unary("log", sum(x, reduce->attrs, name + "_sum"), name);
+    break;
+  case Composed::LogSumExp: {
+    if (!reduce->reduces) { // log(exp(x)) over no axis
+      c.define(0, x);
+      return true;
+    }
+    Attrs kept = reduce->attrs;
+    kept.set("keepdims", Attr::makeBool(true));
+    Value *peak = c.emit("max", {Operand::of(x)}, kept, name + "_max");
+    Value *shifted = c.emit("subtract", {Operand::of(x), Operand::of(peak)}, {}, name + "_shifted");
+    Value *total = sum(unary("exp", shifted, name + "_exp"), kept, name + "_sum");
+    result = c.emit("add", {Operand::of(unary("log", total, name + "_log")), Operand::of(peak)},
+                    {}, reduce->keepdims ? name : name + "_kept");
+    if (result && !reduce->keepdims) {
+      Attrs squeeze;
+      std::vector<int64_t> axes = reduce->axes;
+      if (axes.empty())
+        for (int64_t d = 0; d < x->type.getRank(); ++d)
+          axes.push_back(d);
+      squeeze.set("axis", makeIntList(axes));
+      result = c.emit("squeeze", {Operand::of(result)}, squeeze, name);
+    }
+    break;
+  }
+  }
+  c.define(0, result);
+  return true;
+}
+
+template <const char *Op>
+static bool convertReduce(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  std::optional<ReduceAttrs> reduce = readReduceAttrs(c);
+  if (!reduce)
+    return false;
+  c.define(0, reduce->reduces ? c.emit(Op, {Operand::of(x)}, reduce->attrs) : x);
+  return true;
+}
+
+static const char kMean[] = "mean", kSum[] = "sum", kMax[] = "max", kMin[] = "min",
+                  kProd[] = "prod";
+
+void onnximport::registerReduceOps(std::vector<OpConverter> &table) {
+  table.insert(table.end(), {
+      {"ReduceMean", convertReduce<kMean>},
+      {"ReduceSum", convertReduce<kSum>},
+      {"ReduceMax", convertReduce<kMax>},
+      {"ReduceMin", convertReduce<kMin>},
+      {"ReduceProd", convertReduce<kProd>},
+      {"ReduceL1", convertComposedReduce<Composed::L1>},
+      {"ReduceL2", convertComposedReduce<Composed::L2>},
+      {"ReduceSumSquare", convertComposedReduce<Composed::SumSquare>},
+      {"ReduceLogSum", convertComposedReduce<Composed::LogSum>},
+      {"ReduceLogSumExp", convertComposedReduce<Composed::LogSumExp>},
+  });
+}

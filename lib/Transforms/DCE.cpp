@@ -10,8 +10,8 @@
 // so is a `call` of a function that has such effects; inside a block every
 // binding is side-effect free (spec §3). As TVM's normalizer after its DCE:
 // a dataflow block left empty goes, and two blocks that only dead bindings
-// separated become one (blocks adjacent in the input stay apart: that is
-// how a fusion barrier is written).
+// separated become one (blocks adjacent in the input, or on either side of
+// a block that went, stay apart: that is how a fusion barrier is written).
 //
 // Algorithm:
 //   1. Find the entry points: ungrouped functions that no `call` names,
@@ -137,7 +137,9 @@ void DCE::eliminateDeadBindings(Function &function) {
       return isDead(b, true);
     });
     if (block.bindings.empty()) {
-      droppedSinceLast = true;
+      // The blocks on either side were written apart from it: they stay
+      // apart (a barrier the input states).
+      droppedSinceLast = false;
       continue;
     }
     if (droppedSinceLast && !kept.empty() && kept.back().block) {
@@ -147,7 +149,8 @@ void DCE::eliminateDeadBindings(Function &function) {
       previous.outputs.insert(previous.outputs.end(), block.outputs.begin(), block.outputs.end());
       previous.outputLocs.resize(previous.outputs.size());
       previous.hasOutputClause |= block.hasOutputClause;
-      continue; // still joined to what came before: droppedSinceLast stays
+      droppedSinceLast = false; // a block adjacent to this one in the input stays apart
+      continue;
     }
     kept.push_back(std::move(item));
     droppedSinceLast = false;

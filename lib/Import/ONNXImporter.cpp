@@ -434,6 +434,7 @@ static const std::vector<OpConverter> &converterTable() {
     registerMathOps(all);
     registerActivationOps(all);
     registerNNOps(all);
+    registerWindowOps(all);
     registerReduceOps(all);
     registerSpatialOps(all);
     registerTensorOps(all);

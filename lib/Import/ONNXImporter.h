@@ -124,7 +124,7 @@ void foldNodeOnConstants(Importer &importer, NodeContext &c, size_t firstNew);
 /// (ONNXOpsNN.cpp).
 Value *perChannel(NodeContext &c, size_t i, int64_t rank, llvm::StringRef hint);
 /// 1-D window operators (NCL) run as their 2-D forms over a unit height
-/// (ONNXOpsNN.cpp): input `i` with a unit dim inserted at 2 (a constant is
+/// (ONNXOpsWindow.cpp): input `i` with a unit dim inserted at 2 (a constant is
 /// reshaped at import), a 1-D attribute list as the 2-D one ([v] ->
 /// [neutral, v]; with neutral 0, pads [b, e] -> [0, b, 0, e]), and the
 /// unit dim squeezed from the result.
@@ -133,7 +133,7 @@ std::vector<int64_t> liftWindowList(std::vector<int64_t> values, int64_t neutral
 Value *dropUnitHeight(NodeContext &c, Value *v, llvm::StringRef name);
 
 /// The tables of ONNXOpsMath.cpp, ONNXOpsActivation.cpp, ONNXOpsNN.cpp,
-/// ONNXOpsReduce.cpp, ONNXOpsSpatial.cpp, ONNXOpsTensor.cpp, ONNXOpsFill.cpp
+/// ONNXOpsWindow.cpp, ONNXOpsReduce.cpp, ONNXOpsSpatial.cpp, ONNXOpsTensor.cpp, ONNXOpsFill.cpp
 /// and ONNXOpsResize.cpp.
 void registerMathOps(std::vector<OpConverter> &table);
 void registerActivationOps(std::vector<OpConverter> &table);
@@ -141,6 +141,7 @@ void registerFillOps(std::vector<OpConverter> &table);
 void registerResizeOps(std::vector<OpConverter> &table);
 void registerNNOps(std::vector<OpConverter> &table);
 void registerReduceOps(std::vector<OpConverter> &table);
+void registerWindowOps(std::vector<OpConverter> &table);
 void registerSpatialOps(std::vector<OpConverter> &table);
 void registerTensorOps(std::vector<OpConverter> &table);
 

@@ -10,7 +10,8 @@
 // (i - begin, clamped or reflected into the axis), which crops too;
 // Trilu (static last two dims) -> where(mask, x, 0) with a constant [N, M]
 // mask keeping j - i >= k (upper) or j - i <= k (lower), which folds on a
-// constant input (a causal attention mask).
+// constant input (a causal attention mask); EyeLike -> a constant (ones
+// on the k-th diagonal; only the input's static shape and dtype matter).
 //
 //===----------------------------------------------------------------------===//
 #include "ONNXImporter.h"
@@ -258,6 +259,43 @@ static bool convertPad(NodeContext &c) {
   return true;
 }
 
+static bool convertEyeLike(NodeContext &c) {
+  // The result depends on the input's shape and dtype only: a constant.
+  std::vector<int64_t> shape;
+  DType dtype = DType::f32;
+  if (const TensorData *data = c.constant(0)) {
+    shape = data->getShape();
+    dtype = data->getDType();
+  } else if (const Type *type = c.typeOf(0)) {
+    for (const Dim &dim : type->getShape()) {
+      if (dim.isSymbolic())
+        return c.fail("the input's dims must be static, not " + type->str() + " (--dim " +
+                      dim.symbol + "=SIZE fixes one)");
+      shape.push_back(dim.size);
+    }
+    dtype = type->getDType();
+  } else {
+    return c.fail("input 0 is missing or not a tensor");
+  }
+  if (shape.size() != 2)
+    return c.fail("the input must be a matrix (rank 2)");
+  if (c.hasAttr("dtype")) {
+    std::optional<DType> given = c.dtypeOf(c.attrInt("dtype", 1), "dtype");
+    if (!given)
+      return false;
+    dtype = *given;
+  }
+  int64_t k = c.attrInt("k", 0), rows = shape[0], cols = shape[1];
+  if (rows && cols > (int64_t(1) << 26) / rows)
+    return c.fail("more than 2^26 elements");
+  TensorData eye(dtype, shape);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      eye.setInt(i * cols + j, j - i == k ? 1 : 0);
+  c.defineConstant(0, std::move(eye));
+  return true;
+}
+
 static bool convertTrilu(NodeContext &c) {
   Value *x = c.input(0);
   if (!x)
@@ -303,5 +341,6 @@ void onnximport::registerFillOps(std::vector<OpConverter> &table) {
       {"Tile", convertTile},
       {"Pad", convertPad},
       {"Trilu", convertTrilu},
+      {"EyeLike", convertEyeLike},
   });
 }

@@ -8,8 +8,10 @@
 //   ReduceL2        sqrt(sum(x * x))          (F.normalize's norm)
 //   ReduceSumSquare sum(x * x)
 //   ReduceLogSum    log(sum(x))
-//   ReduceLogSumExp log(sum(exp(x - m))) + m, m = max(x) with keepdims, so
-//                   that a large x does not overflow exp (as ONNX Runtime);
+//   ReduceLogSumExp log(sum(exp(x - m))) + m, m = max(x) with keepdims
+//                   clipped to the finite range, so that a large x does not
+//                   overflow exp (as ONNX Runtime) and a row of -inf gives
+//                   -inf, not NaN (as PyTorch);
 //                   the kept dims are squeezed after, without keepdims.
 // With noop_with_empty_axes and no axes, nothing is reduced: only the
 // elementwise parts apply (a reduction over no axis).
@@ -41,7 +43,8 @@ static std::optional<ReduceAttrs> readReduceAttrs(NodeContext &c) {
   }
   ReduceAttrs result;
   result.keepdims = c.attrInt("keepdims", 1) != 0;
-  if ((!axes || axes->empty()) && c.attrInt("noop_with_empty_axes", 0) != 0) {
+  bool noopWithEmptyAxes = c.attrInt("noop_with_empty_axes", 0) != 0; // read even with axes
+  if ((!axes || axes->empty()) && noopWithEmptyAxes) {
     result.reduces = false;
     return result;
   }
@@ -97,7 +100,15 @@ static bool convertComposedReduce(NodeContext &c) {
     }
     Attrs kept = reduce->attrs;
     kept.set("keepdims", Attr::makeBool(true));
-    Value *peak = c.emit("max", {Operand::of(x)}, kept, name + "_max");
+    // An infinite max (a row of -inf: a fully masked row; or a +inf) would
+    // make x - m NaN: clipped to the finite range, the result is still
+    // log(0) + m = -inf and inf, as PyTorch gives.
+    Value *rowMax = c.emit("max", {Operand::of(x)}, kept, name + "_rowmax");
+    Attrs finite;
+    DType dtype = x->type.getDType();
+    finite.set("min", Attr::makeFloat(lowestFiniteValue(dtype)));
+    finite.set("max", Attr::makeFloat(-lowestFiniteValue(dtype)));
+    Value *peak = rowMax ? c.emit("clip", {Operand::of(rowMax)}, finite, name + "_max") : nullptr;
     Value *shifted = c.emit("subtract", {Operand::of(x), Operand::of(peak)}, {}, name + "_shifted");
     Value *total = sum(unary("exp", shifted, name + "_exp"), kept, name + "_sum");
     result = c.emit("add", {Operand::of(unary("log", total, name + "_log")), Operand::of(peak)},

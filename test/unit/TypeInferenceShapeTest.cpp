@@ -105,7 +105,8 @@ TEST_CASE("concat", "[infer][injective]") {
         at(dtypes, "%b", "concat operands must have the same dtype and rank: f32[2] vs f16[2]"));
 }
 
-TEST_CASE("split returns a tuple", "[infer][injective]") {
+TEST_CASE("split returns a tuple (one section: the operand itself, as TVM)",
+          "[infer][injective]") {
   SECTION("by sections: ceil-divided, the last takes the rest (TVM Relax)") {
     CHECK_INFERS("%x: f32[9,4]", "split(%x) {indices_or_sections = 3}",
                  "(f32[3,4], f32[3,4], f32[3,4])");
@@ -115,7 +116,7 @@ TEST_CASE("split returns a tuple", "[infer][injective]") {
                  "(f32[3,4], f32[3,4], f32[3,4], f32[1,4])");
     CHECK_INFERS("%x: f32[2,8]", "split(%x) {indices_or_sections = 2, axis = -1}",
                  "(f32[2,4], f32[2,4])");
-    CHECK_INFERS("%x: f32[n,8]", "split(%x) {indices_or_sections = 1}", "(f32[n,8])");
+    CHECK_INFERS("%x: f32[n,8]", "split(%x) {indices_or_sections = 1}", "f32[n,8]");
     CHECK_INFERS("%x: f32[n,8]", "split(%x) {indices_or_sections = 2, axis = 1}",
                  "(f32[n,4], f32[n,4])");
   }
@@ -126,7 +127,8 @@ TEST_CASE("split returns a tuple", "[infer][injective]") {
                  "(f32[3], f32[7], f32[0])");
     CHECK_INFERS("%x: f32[4,6]", "split(%x) {indices_or_sections = [0, 6], axis = 1}",
                  "(f32[4,0], f32[4,6], f32[4,0])");
-    CHECK_INFERS("%x: f32[10]", "split(%x) {indices_or_sections = []}", "(f32[10])");
+    CHECK_INFERS("%x: f32[10]", "split(%x) {indices_or_sections = []}", "f32[10]");
+    CHECK_INFERS("%x: f32[n,4]", "split(%x) {indices_or_sections = []}", "f32[n,4]");
   }
   SECTION("by indices out of order (NumPy and TVM: the section between is empty)") {
     CHECK_INFERS("%x: f32[10]", "split(%x) {indices_or_sections = [5, 2]}",

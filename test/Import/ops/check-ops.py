@@ -260,5 +260,21 @@ big = (rng.standard_normal((2, 3, 4)) * 5 + 100).astype(np.float32)
 lse = np.log(np.exp(big.astype(np.float64) - 100).sum(axis=1)) + 100
 check("reducelogsumexp_large", "ReduceLogSumExp", big, [], {"axes": [1], "keepdims": 0},
       lse.astype(np.float32))
+# ... and of rows holding infinities: a row of -inf (a fully masked row)
+# gives -inf, one with +inf gives +inf, not NaN (as PyTorch).
+inf = np.float32(np.inf)
+rows = np.array([[-inf, -inf, -inf], [inf, 1, 2], [1, 2, 3], [inf, inf, 0]], np.float32)
+check("reducelogsumexp_inf", "ReduceLogSumExp", rows, [], {"axes": [1], "keepdims": 0},
+      np.array([-inf, inf, np.log(np.exp([1, 2, 3]).sum()), inf], np.float32))
+# noop_with_empty_axes given with axes (PyTorch's x.norm(dim=1) exports it).
+check("reducel2_noop_attr", "ReduceL2", x, [], {"axes": [1], "keepdims": 0,
+                                                "noop_with_empty_axes": 0},
+      np.sqrt((x.astype(np.float64) ** 2).sum(1)).astype(np.float32))
+# EyeLike: a constant from the input's shape (SimCLR's torch.eye mask).
+sq2 = rng.standard_normal((4, 6)).astype(np.float32)
+run_model("eyelike", [helper.make_node("EyeLike", ["x"], ["e"], k=1),
+                      helper.make_node("Add", ["x", "e"], ["y"])],
+          sq2, [], sq2 + np.eye(4, 6, 1, dtype=np.float32), levels=([],),
+          suffix=lambda fir: " (%d bindings)" % open(fir).read().count(" = "))
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

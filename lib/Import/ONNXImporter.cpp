@@ -176,6 +176,14 @@ std::vector<double> NodeContext::attrFloats(llvm::StringRef name) {
   return std::vector<double>(attr->floats().begin(), attr->floats().end());
 }
 
+std::vector<std::string> NodeContext::attrStrings(llvm::StringRef name) {
+  used.insert(name.str());
+  const onnx::AttributeProto *attr = findAttr(name);
+  if (!attr)
+    return {};
+  return std::vector<std::string>(attr->strings().begin(), attr->strings().end());
+}
+
 const onnx::TensorProto *NodeContext::attrTensor(llvm::StringRef name) {
   used.insert(name.str());
   const onnx::AttributeProto *attr = findAttr(name);
@@ -437,6 +445,7 @@ static const std::vector<OpConverter> &converterTable() {
     registerWindowOps(all);
     registerReduceOps(all);
     registerSpatialOps(all);
+    registerRecurrentOps(all);
     registerTensorOps(all);
     registerFillOps(all);
     registerResizeOps(all);
@@ -510,7 +519,15 @@ bool Importer::run(const onnx::ModelProto &model) {
                      "): operators of domain '" + node.domain() + "' are not supported",
              false;
     // Every ONNX operator has an output; converters may name bindings by it.
-    if (node.output_size() == 0 || node.output(0).empty())
+    // The recurrent layers' Y is optional (Y_h alone is common): they name
+    // by their first output given.
+    bool optionalFirst =
+        node.op_type() == "RNN" || node.op_type() == "GRU" || node.op_type() == "LSTM";
+    if (node.output_size() == 0 ||
+        (node.output(0).empty() &&
+         !(optionalFirst && llvm::any_of(node.output(), [](const std::string &output) {
+             return !output.empty();
+           }))))
       return context.fail("the node has no (first) output");
     auto converter = byType.find(node.op_type());
     if (converter == byType.end())

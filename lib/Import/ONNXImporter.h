@@ -74,6 +74,7 @@ public:
   std::string attrString(llvm::StringRef name, std::string defaultValue);
   std::optional<std::vector<int64_t>> attrInts(llvm::StringRef name);
   std::vector<double> attrFloats(llvm::StringRef name);
+  std::vector<std::string> attrStrings(llvm::StringRef name);
   const onnx::TensorProto *attrTensor(llvm::StringRef name);
   /// Marks an attribute as understood without reading it (e.g. BatchNorm's
   /// momentum, meaningless in inference).
@@ -143,6 +144,7 @@ void registerNNOps(std::vector<OpConverter> &table);
 void registerReduceOps(std::vector<OpConverter> &table);
 void registerWindowOps(std::vector<OpConverter> &table);
 void registerSpatialOps(std::vector<OpConverter> &table);
+void registerRecurrentOps(std::vector<OpConverter> &table);
 void registerTensorOps(std::vector<OpConverter> &table);
 
 class Importer {

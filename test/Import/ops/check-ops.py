@@ -276,5 +276,83 @@ run_model("eyelike", [helper.make_node("EyeLike", ["x"], ["e"], k=1),
                       helper.make_node("Add", ["x", "e"], ["y"])],
           sq2, [], sq2 + np.eye(4, 6, 1, dtype=np.float32), levels=([],),
           suffix=lambda fir: " (%d bindings)" % open(fir).read().count(" = "))
+
+
+def onnx_recurrent(kind, x, w, r, b, direction, act="Tanh", lbr=0, clip=None,
+                   input_forget=0, p=None, h0=None):
+    """ONNX's RNN/GRU/LSTM equations in float64: (Y [T,D,B,H], Y_h [D,B,H])."""
+    sig = lambda v: 1 / (1 + np.exp(-v))
+    f_act = {"Tanh": np.tanh, "Relu": lambda v: np.maximum(v, 0)}[act]
+    cl = (lambda v: np.clip(v, -clip, clip)) if clip is not None else (lambda v: v)
+    steps, batch = x.shape[:2]
+    hidden = r.shape[2]
+    ys, hs = [], []
+    for d in range(w.shape[0]):
+        wb, rb = np.split(b[d], 2)
+        h = np.zeros((batch, hidden)) if h0 is None else h0[d].astype(np.float64)
+        cst = np.zeros((batch, hidden))
+        out = [None] * steps
+        order = range(steps - 1, -1, -1) if d == 1 or direction == "reverse" else range(steps)
+        for t in order:
+            xt = x[t].astype(np.float64)
+            if kind == "RNN":
+                h = f_act(cl(xt @ w[d].T + h @ r[d].T + wb + rb))
+            elif kind == "GRU":
+                W3, R3, wb3, rb3 = np.split(w[d], 3), np.split(r[d], 3), np.split(wb, 3), \
+                    np.split(rb, 3)
+                z = sig(cl(xt @ W3[0].T + h @ R3[0].T + wb3[0] + rb3[0]))
+                rr = sig(cl(xt @ W3[1].T + h @ R3[1].T + wb3[1] + rb3[1]))
+                if lbr:
+                    hh = np.tanh(cl(xt @ W3[2].T + rr * (h @ R3[2].T + rb3[2]) + wb3[2]))
+                else:
+                    hh = np.tanh(cl(xt @ W3[2].T + (rr * h) @ R3[2].T + rb3[2] + wb3[2]))
+                h = (1 - z) * hh + z * h
+            else:
+                g = xt @ w[d].T + h @ r[d].T + wb + rb
+                gi, go, gf, gc = np.split(g, 4, axis=1)
+                pi, po, pf = np.split(p[d], 3) if p is not None else (0, 0, 0)
+                i = sig(cl(gi + pi * cst))
+                f = 1 - i if input_forget else sig(cl(gf + pf * cst))
+                cst = f * cst + i * np.tanh(cl(gc))
+                o = sig(cl(go + po * cst))
+                h = o * np.tanh(cst)
+            out[t] = h
+        ys.append(np.stack(out))
+        hs.append(h)
+    return (np.stack(ys, 1).astype(np.float32), np.stack(hs).astype(np.float32))
+
+
+# RNN, GRU and LSTM unrolled (the weights constant): bidirectional, reverse,
+# GRU's linear_before_reset, LSTM's clip, peepholes and input_forget, an
+# initial state, and a layer whose Y is omitted (only Y_h asked).
+def recurrent_case(name, kind, gates, direction, attrs, h0=False, peep=False, y_h_only=False,
+                   **ref):
+    dirs, hidden, inputs = (2 if direction == "bidirectional" else 1), 4, 3
+    xs = rng.standard_normal((5, 2, inputs)).astype(np.float32)
+    w = (rng.standard_normal((dirs, gates * hidden, inputs)) * 0.5).astype(np.float32)
+    r = (rng.standard_normal((dirs, gates * hidden, hidden)) * 0.5).astype(np.float32)
+    b = (rng.standard_normal((dirs, 2 * gates * hidden)) * 0.5).astype(np.float32)
+    init = (rng.standard_normal((dirs, 2, hidden))).astype(np.float32) if h0 else None
+    p = (rng.standard_normal((dirs, 3 * hidden)) * 0.5).astype(np.float32) if peep else None
+    names = ["x", "w", "r", "b", "", "h0" if h0 else ""] + (["", "p"] if peep else [])
+    while names[-1] == "":
+        names.pop()
+    inits = [numpy_helper.from_array(v, n) for n, v in
+             (("w", w), ("r", r), ("b", b), ("h0", init), ("p", p)) if v is not None]
+    node = helper.make_node(kind, names, ["", "y"] if y_h_only else ["y"], hidden_size=hidden,
+                            direction=direction, **attrs)
+    y, y_h = onnx_recurrent(kind, xs, w, r, b, direction, h0=init, p=p, **ref)
+    run_model(name, [node], xs, inits, y_h if y_h_only else y)
+
+
+recurrent_case("rnn_relu_reverse", "RNN", 1, "reverse", {"activations": ["Relu"]}, h0=True,
+               act="Relu")
+recurrent_case("gru_bidirectional_lbr", "GRU", 3, "bidirectional", {"linear_before_reset": 1},
+               lbr=1)
+recurrent_case("gru_initial_state", "GRU", 3, "forward", {}, h0=True)
+recurrent_case("lstm_bidirectional_clip_peepholes", "LSTM", 4, "bidirectional",
+               {"clip": 0.7}, peep=True, clip=0.7)
+recurrent_case("lstm_input_forget_y_h", "LSTM", 4, "forward", {"input_forget": 1}, h0=True,
+               y_h_only=True, input_forget=1)
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

@@ -49,6 +49,10 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
     if (!readsAtOwnIndex(*root.body, core->buffer, vars, true))
       return error(entry.loc, "the epilogue '%" + root.buffer + "' must read '%" + core->buffer +
                                   "' at its own index");
+    if (kernel.findBuffer(root.buffer)->type.getShape() !=
+        kernel.findBuffer(core->buffer)->type.getShape())
+      return error(entry.loc, "the epilogue '%" + root.buffer + "' must have the shape of '%" +
+                                  core->buffer + "' (the tiles cover the contraction)");
   }
   int64_t bm = mapping.blockM, bn = mapping.blockN, bk = mapping.blockK, tm = mapping.threadM,
           tn = mapping.threadN;

@@ -213,6 +213,26 @@ Value *NodeContext::emit(llvm::StringRef op, std::vector<Operand> operands, Attr
   for (const Operand &operand : operands)
     if (!operand.isLiteral() && !operand.value)
       return nullptr;
+  // A 0 in FIR's reshape copies the operand's dim (as TVM's): a converter's
+  // reshape to a zero-size dim is an empty tensor, a splat of that shape.
+  if (op == "reshape" && attrs.get("shape")) {
+    Shape target;
+    bool empty = false, staticTarget = true;
+    for (const Attr &entry : attrs.get("shape")->list) {
+      empty |= entry.kind == Attr::Int && entry.intValue == 0;
+      staticTarget &= entry.kind == Attr::Int && entry.intValue >= 0;
+      target.push_back(entry.kind == Attr::Int ? Dim::of(std::max<int64_t>(entry.intValue, 0))
+                                               : Dim::named(entry.text));
+    }
+    const Type &input = operands[0].value->type;
+    if (empty) {
+      if (input.getStaticNumElements() != std::optional<int64_t>(0) || !staticTarget)
+        return fail("cannot reshape " + input.str() + " to a shape with a zero-size dim " +
+                    "(it needs an empty operand and static sizes)"),
+               nullptr;
+      return emitSplat(0, input.getDType(), target, nameHint.empty() ? node.output(0) : nameHint);
+    }
+  }
   auto binding = std::make_unique<Binding>();
   binding->kind = ExprKind::Op;
   binding->callee = op.str();

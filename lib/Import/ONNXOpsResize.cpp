@@ -34,6 +34,7 @@ namespace {
 struct ResizeAxis {
   int64_t in = 0, out = 0;
   float scale = 1;
+  bool identity = false; // scale 1 (or the size unchanged by `sizes`)
 };
 } // namespace
 
@@ -130,6 +131,7 @@ static bool convertResize(NodeContext &c) {
     bool unchanged = sizes ? dim.isStatic() && (*sizes)[d] == dim.size : scales[d] == 1.0f;
     if (unchanged) {
       axis.in = axis.out = dim.isStatic() ? dim.size : -1;
+      axis.identity = true;
       continue;
     }
     if (dim.isSymbolic())
@@ -145,6 +147,11 @@ static bool convertResize(NodeContext &c) {
         return c.fail("scale " + formatScalar(axis.scale, DType::f32) + " is invalid");
       axis.out = int64_t(out);
     }
+    // The indices and weights are built here, one per output element of
+    // the axis: bounded as Trilu's mask is.
+    if (axis.out > (int64_t(1) << 24))
+      return c.fail("resizing a dim to " + std::to_string(axis.out) +
+                    " is more than fusec builds indices for at import (2^24)");
     if (axis.out < 1 || axis.out > kMaxDimSize || axis.in < 1 || !(axis.scale > 0))
       return c.fail("cannot resize a dim of " + std::to_string(axis.in) + " to " +
                     std::to_string(axis.out));
@@ -155,7 +162,9 @@ static bool convertResize(NodeContext &c) {
   DType dtype = x->type.getDType();
   for (int64_t d = 0; d < rank && current; ++d) {
     const ResizeAxis &axis = axes[d];
-    if (axis.in == axis.out)
+    // Only a scale of 1 leaves an axis alone: 1.3 on 3 elements keeps the
+    // size, not the values (source coordinates i / 1.3).
+    if (axis.identity)
       continue;
     std::string name = c.node.output(0) + "_" + std::to_string(d);
     std::vector<int64_t> lo, hi;

@@ -157,7 +157,9 @@ static bool convertConvTranspose(NodeContext &c) {
     return false;
   const Shape &xs = x->type.getShape(), &ws = w->type.getShape();
   int64_t groups = c.attrInt("group", 1);
-  if (groups < 1 || xs[1].size % groups || ws[0].size != xs[1].size)
+  if (xs[1].size < 1 || xs[2].size < 1 || xs[3].size < 1)
+    return c.fail("the input " + x->type.str() + " has an empty channel or spatial dim");
+  if (groups < 1 || groups > xs[1].size || xs[1].size % groups || ws[0].size != xs[1].size)
     return c.fail("the weights " + w->type.str() + " do not match the input " + x->type.str() +
                   " with " + std::to_string(groups) + " group(s)");
   auto listAttr = [&](const char *attr, int64_t neutral, std::vector<int64_t> fallback) {

@@ -83,6 +83,9 @@ static bool readWindow(NodeContext &c, const Type &x, Window &w, bool oneD) {
       if (v < lowest || v > kMaxDimSize)
         return c.fail(std::string(what) + " must be in [" + std::to_string(lowest) + ", 2^40]");
   }
+  for (int d = 0; d < 2; ++d)
+    if (__int128(w.kernel[d] - 1) * w.dilations[d] + 1 > kMaxDimSize)
+      return c.fail("the window ((kernel - 1) x dilation + 1) must be at most 2^40");
   std::string autoPad = c.attrString("auto_pad", "NOTSET");
   if (autoPad == "VALID") {
     w.pads = {0, 0, 0, 0};
@@ -135,7 +138,10 @@ static bool convertConv(NodeContext &c) {
   attrs.set("strides", makeIntList(window.strides));
   attrs.set("padding", makeIntList(window.pads));
   attrs.set("dilation", makeIntList(window.dilations));
-  attrs.set("groups", Attr::makeInt(c.attrInt("group", 1)));
+  int64_t groups = c.attrInt("group", 1);
+  if (groups < 1 || groups > kMaxDimSize)
+    return c.fail("group must be in [1, 2^40]");
+  attrs.set("groups", Attr::makeInt(groups));
   bool last = !c.hasInput(2) && !oneD;
   Value *conv = c.emit("nn.conv2d", {Operand::of(x), Operand::of(w)}, attrs,
                        last ? name : name + "_conv");

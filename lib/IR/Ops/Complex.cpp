@@ -159,9 +159,11 @@ static std::optional<Type> inferConv2d(InferContext &ctx) {
   const Shape &xs = x.getShape(), &ws = w.getShape();
   if (ws[2].isSymbolic() || ws[3].isSymbolic())
     return ctx.errorAtOperand(1, "nn.conv2d kernel sizes must be static");
+  int64_t groupChannels = 0;
   bool channelsMatch =
       xs[1].isStatic() && ws[1].isStatic()
-          ? xs[1].size == ws[1].size * groups
+          ? !__builtin_mul_overflow(ws[1].size, groups, &groupChannels) &&
+                xs[1].size == groupChannels
           : groups == 1 && xs[1] == ws[1];
   if (!channelsMatch)
     return ctx.error("nn.conv2d input channels " + xs[1].str() + " != " +

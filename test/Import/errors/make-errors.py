@@ -199,6 +199,22 @@ def main():
          helper.make_node("Add", ["x", "z"], ["y"])],
         [vi("x", ["batch", 4])], [vi("y", ["batch", 4])]))
 
+    # Hostile attributes that once hung or overflowed (an adversarial sweep):
+    # a group of 2^62 on empty channels, a window past 2^40, a resize to
+    # 2^40 elements along an axis.
+    save("convtranspose_huge_group", model(
+        [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="ct", group=2 ** 62)],
+        [vi("x", [1, 0, 3, 3])], [vi("y", None)], [const("w", np.zeros([0, 1, 1, 1], np.float32))],
+        check=False))
+    save("pool_huge_window", model(
+        [helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2 ** 40, 2 ** 40],
+                          dilations=[2 ** 40, 2 ** 40], ceil_mode=1)],
+        [vi("x", [1, 1, 3, 3])], [vi("y", None)], check=False))
+    save("resize_huge", model(
+        [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="resize")],
+        [vi("x", [1, 1, 1, 1])], [vi("y", None)], [const("sizes", np.int64([1, 1, 1, 2 ** 40]))],
+        check=False))
+
     # Files that are not ONNX models at all.
     write_raw("not_onnx_empty", b"")
     write_raw("not_onnx_text", b"this is not an ONNX model, just text\n")

@@ -176,6 +176,13 @@ check("resize_align_corners", "Resize", row,
       {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
       (row[..., lo] * (1 - (src - lo)) + row[..., hi] * (src - lo)).astype(np.float32))
 
+# A scale that keeps the size (1.3 on 3 elements) still maps the indices.
+row3 = np.array([[[[10, 20, 30]]]], np.float32)
+check("resize_same_size", "Resize", row3,
+      [("roi", np.array([], np.float32)), ("scales", np.array([1, 1, 1, 1.3], np.float32))],
+      {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
+      np.array([[[[10, 10, 20]]]], np.float32))
+
 # Trilu on the input (a where with a constant mask), and on a constant (a
 # causal mask, folded: only the add is left).
 sq = rng.standard_normal((2, 5, 6)).astype(np.float32)

@@ -36,6 +36,9 @@ namespace fusec::onnximport {
 struct ShapeValue {
   std::vector<Dim> elements;
   bool scalar = false; // a 0-d tensor (one element)
+  /// The integer dtype it materializes as: i64 (Shape's), or a constant's
+  /// own (an i8 or i32 constant folds as shape arithmetic only when i64).
+  DType dtype = DType::i64;
   bool isStatic() const;
 };
 

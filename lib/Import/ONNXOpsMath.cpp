@@ -53,7 +53,9 @@ static std::optional<Operand> operandOf(NodeContext &c, size_t i, size_t other) 
 /// broadcasting of a one-element side). Returns false when not applicable.
 static bool foldShapeArithmetic(NodeContext &c, llvm::StringRef op) {
   std::optional<ShapeValue> a = c.shapeValue(0), b = c.shapeValue(1);
-  if (!a || !b)
+  // Shape arithmetic is int64's, with overflow an error; other int dtypes
+  // wrap, and fold elementwise.
+  if (!a || !b || a->dtype != DType::i64 || b->dtype != DType::i64)
     return false;
   size_t n = std::max(a->elements.size(), b->elements.size());
   if ((a->elements.size() != n && a->elements.size() != 1) ||
@@ -216,8 +218,10 @@ static bool convertCast(NodeContext &c) {
   // Integer shape values stay foldable through casts between int types.
   if (std::optional<ShapeValue> shape = c.shapeValue(0);
       shape && isIntDType(*dtype) && !c.typeOf(0)) {
-    if (!shape->isStatic())
+    if (!shape->isStatic()) {
+      shape->dtype = *dtype;
       return c.defineShape(0, *shape), true;
+    }
   }
   if (const TensorData *data = c.constant(0); data && data->getNumElements() <= 64) {
     TensorData cast(*dtype, data->getShape());

@@ -158,6 +158,7 @@ static bool convertConcat(NodeContext &c) {
     allShapes &= !c.typeOf(i) && c.shapeValue(i) && !c.shapeValue(i)->scalar;
   if (allShapes && (axis == 0 || axis == -1)) {
     ShapeValue result;
+    result.dtype = c.shapeValue(0)->dtype;
     for (size_t i = 0; i < c.numInputs(); ++i) {
       std::optional<ShapeValue> part = c.shapeValue(i);
       result.elements.insert(result.elements.end(), part->elements.begin(),
@@ -279,6 +280,7 @@ static bool convertSlice(NodeContext &c) {
       return step > 0 ? std::clamp<int64_t>(i, 0, n) : std::clamp<int64_t>(i, -1, n - 1);
     };
     ShapeValue result;
+    result.dtype = shape->dtype;
     int64_t begin = clampIndex((*starts)[0], false), end = clampIndex((*ends)[0], true);
     for (int64_t i = begin; step > 0 ? i < end : i > end;) {
       result.elements.push_back(shape->elements[i]);
@@ -305,6 +307,7 @@ static bool convertGather(NodeContext &c) {
         return c.fail("axis " + std::to_string(axis) + " of a 1-D shape value");
       ShapeValue result;
       result.scalar = indices->scalar;
+      result.dtype = shape->dtype;
       int64_t n = int64_t(shape->elements.size());
       for (const Dim &index : indices->elements) {
         if (index.size < -n || index.size >= n)

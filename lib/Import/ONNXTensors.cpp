@@ -50,6 +50,7 @@ std::optional<ShapeValue> onnximport::shapeOfConstant(const TensorData &data) {
     return std::nullopt;
   ShapeValue shape;
   shape.scalar = data.getShape().empty();
+  shape.dtype = data.getDType();
   for (int64_t i = 0; i < data.getNumElements(); ++i)
     shape.elements.push_back(Dim::of(data.getInt(i)));
   return shape;
@@ -59,7 +60,7 @@ TensorData onnximport::tensorOfShape(const ShapeValue &shape) {
   std::vector<int64_t> dims;
   if (!shape.scalar)
     dims.push_back(int64_t(shape.elements.size()));
-  TensorData data(DType::i64, dims);
+  TensorData data(shape.dtype, dims);
   for (size_t i = 0; i < shape.elements.size(); ++i)
     data.setInt(int64_t(i), shape.elements[i].size);
   return data;

@@ -361,5 +361,24 @@ recurrent_case("lstm_bidirectional_clip_peepholes", "LSTM", 4, "bidirectional",
                {"clip": 0.7}, peep=True, clip=0.7)
 recurrent_case("lstm_input_forget_y_h", "LSTM", 4, "forward", {"input_forget": 1}, h0=True,
                y_h_only=True, input_forget=1)
+# Integer constants keep their dtype through folding: i8 wraps (127 + 1 is
+# -128) and i32 stays i32; only int64 values fold as shape arithmetic.
+for dtype, onnx_type, fir_type, a, b in ((np.int8, TensorProto.INT8, "i8", 127, 1),
+                                         (np.int32, TensorProto.INT32, "i32", 1, 2)):
+    name = "fold_add_%s" % fir_type
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["y"])], name, [],
+        [helper.make_tensor_value_info("y", onnx_type, [1])],
+        initializer=[numpy_helper.from_array(np.array([a], dtype), "a"),
+                     numpy_helper.from_array(np.array([b], dtype), "b")])
+    path = os.path.join(work, name + ".onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    text = subprocess.run([os.path.join(bin_dir, "fusec"), path], stdout=subprocess.PIPE,
+                          universal_newlines=True).stdout
+    want = "dense<[%d]> : %s[1]" % (int((np.array([a], dtype) + np.array([b], dtype))[0]),
+                                    fir_type)
+    ok = want in text
+    print("%s: %s" % (name, "ok" if ok else "FAIL " + text.strip()[:200]))
+    failures += not ok
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

@@ -408,9 +408,14 @@ Value *Importer::materialize(const std::string &name) {
 /// The FIR type of a graph input's ValueInfo, or an error.
 /// A named dim whose size `dimSizes` gives becomes that size; the names used
 /// are added to `bound`.
+///
+/// Named dims get FIR names through `dimNames` (ONNX name -> FIR name):
+/// two ONNX names that sanitize alike (`a-b`, `a_b`) stay two dims.
 static std::optional<Type> typeOfInput(const onnx::ValueInfoProto &info,
                                        const std::map<std::string, int64_t> &dimSizes,
-                                       std::set<std::string> &bound, std::string &error) {
+                                       std::set<std::string> &bound,
+                                       std::map<std::string, std::string> &dimNames,
+                                       std::string &error) {
   const onnx::TypeProto &type = info.type();
   if (!type.has_tensor_type()) {
     error = "graph input '" + info.name() + "' is not a tensor (sequences and maps are not supported)";
@@ -445,9 +450,19 @@ static std::optional<Type> typeOfInput(const onnx::ValueInfoProto &info,
     }
     if (size && *size >= 0 && *size <= kMaxDimSize)
       shape.push_back(Dim::of(*size));
-    else if (dim.has_dim_param() && !dim.dim_param().empty())
-      shape.push_back(Dim::named(sanitize(dim.dim_param(), true)));
-    else {
+    else if (dim.has_dim_param() && !dim.dim_param().empty()) {
+      std::string &name = dimNames[dim.dim_param()];
+      if (name.empty()) {
+        std::string base = sanitize(dim.dim_param(), true), candidate = base;
+        auto taken = [&](const std::string &n) {
+          return llvm::any_of(dimNames, [&](const auto &entry) { return entry.second == n; });
+        };
+        for (int k = 1; taken(candidate); ++k)
+          candidate = base + "_" + std::to_string(k);
+        name = candidate;
+      }
+      shape.push_back(Dim::named(name));
+    } else {
       error = "graph input '" + info.name() + "' has dim " + std::to_string(shape.size()) +
               " with neither a size nor a name";
       return std::nullopt;
@@ -510,10 +525,11 @@ bool Importer::run(const onnx::ModelProto &model) {
   if (graph.sparse_initializer_size())
     return error = "sparse initializers are not supported", false;
   std::set<std::string> boundDims;
+  std::map<std::string, std::string> dimNames;
   for (const onnx::ValueInfoProto &input : graph.input()) {
     if (constants.count(input.name()))
       continue; // an initializer listed as an input: a constant
-    std::optional<Type> type = typeOfInput(input, options.dimSizes, boundDims, error);
+    std::optional<Type> type = typeOfInput(input, options.dimSizes, boundDims, dimNames, error);
     if (!type)
       return false;
     auto param = std::make_unique<Value>();

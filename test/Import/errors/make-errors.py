@@ -215,6 +215,11 @@ def main():
         [vi("x", [1, 1, 1, 1])], [vi("y", None)], [const("sizes", np.int64([1, 1, 1, 2 ** 40]))],
         check=False))
 
+    # Two dim names that sanitize alike stay two dims (a-b, a_b).
+    save("dim_names_alike", model(
+        [helper.make_node("Add", ["x", "y"], ["z"], name="add")],
+        [vi("x", ["a-b", 4]), vi("y", ["a_b", 4])], [vi("z", None)], check=False))
+
     # Files that are not ONNX models at all.
     write_raw("not_onnx_empty", b"")
     write_raw("not_onnx_text", b"this is not an ONNX model, just text\n")

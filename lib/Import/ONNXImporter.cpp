@@ -462,6 +462,10 @@ static std::optional<Type> typeOfInput(const onnx::ValueInfoProto &info,
         name = candidate;
       }
       shape.push_back(Dim::named(name));
+    } else if (size) {
+      error = "graph input '" + info.name() + "' has dim " + std::to_string(shape.size()) +
+              " of size " + std::to_string(*size) + ", outside [0, 2^40]";
+      return std::nullopt;
     } else {
       error = "graph input '" + info.name() + "' has dim " + std::to_string(shape.size()) +
               " with neither a size nor a name";

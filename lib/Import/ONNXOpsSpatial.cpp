@@ -162,12 +162,15 @@ static bool convertConvTranspose(NodeContext &c) {
   if (groups < 1 || groups > xs[1].size || xs[1].size % groups || ws[0].size != xs[1].size)
     return c.fail("the weights " + w->type.str() + " do not match the input " + x->type.str() +
                   " with " + std::to_string(groups) + " group(s)");
+  bool fits = true; // 1-D: one value per list, two pads
   auto listAttr = [&](const char *attr, int64_t neutral, std::vector<int64_t> fallback) {
     std::optional<std::vector<int64_t>> values = c.attrInts(attr);
     if (!values)
       return fallback;
-    return oneD && values->size() == (neutral == 0 ? 2u : 1u) ? liftWindowList(*values, neutral)
-                                                             : *values;
+    if (!oneD)
+      return *values;
+    fits &= values->size() == (neutral == 0 ? 2u : 1u);
+    return liftWindowList(*values, neutral);
   };
   std::vector<int64_t> strides = listAttr("strides", 1, {1, 1}),
                        dilations = listAttr("dilations", 1, {1, 1}),
@@ -175,6 +178,9 @@ static bool convertConvTranspose(NodeContext &c) {
                        pads = listAttr("pads", 0, {0, 0, 0, 0});
   if (oneD && outputPadding.size() == 2 && c.attrInts("output_padding"))
     outputPadding[0] = 0; // lifted with the neutral 1 above: the unit height has none
+  if (!fits)
+    return c.fail("a 1-D transposed convolution takes one stride, dilation and output "
+                  "padding and 2 pads");
   std::vector<int64_t> kernel{ws[2].size, ws[3].size};
   if (auto given = c.attrInts("kernel_shape");
       given && (oneD ? liftWindowList(*given, 1) : *given) != kernel)

@@ -55,13 +55,16 @@ static bool readWindow(NodeContext &c, const Type &x, Window &w, bool oneD) {
   if (x.getRank() != 4)
     return c.fail("only 1-D and 2-D windows (rank-3 NCL and rank-4 NCHW inputs) are "
                   "supported, not rank " + std::to_string(x.getRank()));
+  bool fits = true; // 1-D: one value per list, two pads
   auto list = [&](const char *name, int64_t neutral) -> std::optional<std::vector<int64_t>> {
     std::optional<std::vector<int64_t>> values = c.attrInts(name);
-    if (values && oneD && values->size() == (neutral == 0 ? 2u : 1u))
+    if (values && oneD) {
+      fits &= values->size() == (neutral == 0 ? 2u : 1u);
       values = liftWindowList(*values, neutral);
+    }
     return values;
   };
-  if (oneD && w.kernel.size() == 1)
+  if (oneD && w.kernel.size() == 1) // a pool's kernel_shape (Conv's is lifted already)
     w.kernel = liftWindowList(w.kernel, 1);
   if (auto strides = list("strides", 1))
     w.strides = *strides;
@@ -69,6 +72,8 @@ static bool readWindow(NodeContext &c, const Type &x, Window &w, bool oneD) {
     w.dilations = *dilations;
   if (auto pads = list("pads", 0))
     w.pads = *pads;
+  if (oneD && !fits)
+    return c.fail("a 1-D window takes one stride and dilation and 2 pads");
   if (w.kernel.size() != 2 || w.strides.size() != 2 || w.dilations.size() != 2 ||
       w.pads.size() != 4)
     return c.fail("kernel_shape, strides and dilations need 2 values and pads 4");
@@ -211,6 +216,8 @@ static bool convertPool(NodeContext &c) {
   Window window;
   if (auto kernel = c.attrInts("kernel_shape"))
     window.kernel = *kernel;
+  if (oneD && window.kernel.size() != 1)
+    return c.fail("a 1-D pool takes one kernel size");
   if (!readWindow(c, x->type, window, oneD))
     return false;
   Attrs attrs;

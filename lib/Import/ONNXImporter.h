@@ -135,6 +135,9 @@ Value *perChannel(NodeContext &c, size_t i, int64_t rank, llvm::StringRef hint);
 Value *withUnitHeight(NodeContext &c, size_t i, llvm::StringRef hint);
 std::vector<int64_t> liftWindowList(std::vector<int64_t> values, int64_t neutral);
 Value *dropUnitHeight(NodeContext &c, Value *v, llvm::StringRef name);
+/// Inputs 0 and 1 of a (transposed) convolution, `x` and `w`, lifted when
+/// both have rank 3 (`oneD`); false after an error.
+bool liftConvolution(NodeContext &c, Value *&x, Value *&w, const std::string &name, bool &oneD);
 
 /// The tables of ONNXOpsMath.cpp, ONNXOpsActivation.cpp, ONNXOpsNN.cpp,
 /// ONNXOpsWindow.cpp, ONNXOpsReduce.cpp, ONNXOpsSpatial.cpp, ONNXOpsTensor.cpp, ONNXOpsFill.cpp

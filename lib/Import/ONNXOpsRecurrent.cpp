@@ -35,7 +35,6 @@ struct Unroller {
   std::string name;
   DType dtype;
   std::optional<double> clip;
-  int step = 0; // for unique names
 
   std::string hint(const std::string &what) { return name + "_" + what; }
   Value *op(const char *op, std::vector<Value *> operands, const std::string &what,

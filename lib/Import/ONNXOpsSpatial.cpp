@@ -143,13 +143,9 @@ static bool convertConvTranspose(NodeContext &c) {
   std::string name = c.node.output(0);
   // A 1-D one is the 2-D one over a unit height (the weights' data keeps
   // its layout with kh = 1, so step 2 reads it unchanged).
-  bool oneD = x->type.getRank() == 3 && w->type.getRank() == 3;
-  if (oneD) {
-    x = withUnitHeight(c, 0, name + "_input");
-    w = withUnitHeight(c, 1, name + "_w2d");
-    if (!x || !w)
-      return false;
-  }
+  bool oneD = false;
+  if (!liftConvolution(c, x, w, name, oneD))
+    return false;
   if (x->type.getRank() != 4 || w->type.getRank() != 4)
     return c.fail("only 1-D and 2-D transposed convolutions (rank-3 or rank-4 input and "
                   "weights) are supported");

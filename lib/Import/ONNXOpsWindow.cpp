@@ -44,6 +44,16 @@ Value *onnximport::withUnitHeight(NodeContext &c, size_t i, llvm::StringRef hint
   return v ? c.emit("expand_dims", {Operand::of(v)}, attrs, hint) : nullptr;
 }
 
+bool onnximport::liftConvolution(NodeContext &c, Value *&x, Value *&w, const std::string &name,
+                                 bool &oneD) {
+  oneD = x->type.getRank() == 3 && w->type.getRank() == 3;
+  if (!oneD)
+    return true;
+  x = withUnitHeight(c, 0, name + "_input");
+  w = withUnitHeight(c, 1, name + "_weights");
+  return x && w;
+}
+
 Value *onnximport::dropUnitHeight(NodeContext &c, Value *v, llvm::StringRef name) {
   Attrs attrs;
   attrs.set("axis", makeIntList({2}));
@@ -121,14 +131,9 @@ static bool convertConv(NodeContext &c) {
   if (!x || !w)
     return false;
   std::string name = c.node.output(0);
-  // A 1-D convolution is the 2-D one over a unit height.
-  bool oneD = x->type.getRank() == 3 && w->type.getRank() == 3;
-  if (oneD) {
-    x = withUnitHeight(c, 0, name + "_input");
-    w = withUnitHeight(c, 1, name + "_weights");
-    if (!x || !w)
-      return false;
-  }
+  bool oneD = false; // a 1-D convolution is the 2-D one over a unit height
+  if (!liftConvolution(c, x, w, name, oneD))
+    return false;
   if (w->type.getRank() != 4)
     return c.fail("only 1-D and 2-D convolutions (rank-3 and rank-4 weights) are supported");
   Window window;

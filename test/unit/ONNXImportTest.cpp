@@ -232,3 +232,29 @@ TEST_CASE("onnx import: an unknown operator or attribute names the node and opse
   for (const char *op : {"Conv", "Gemm", "LayerNormalization", "Shape", "Softmax"})
     CHECK(std::find(ops.begin(), ops.end(), op) != ops.end());
 }
+
+TEST_CASE("onnx import: dimSizes gives named dims sizes; declared shapes only warn", "[onnx]") {
+  onnx::ModelProto model = makeModel();
+  onnx::GraphProto *graph = model.mutable_graph();
+  addTensorInfo(graph->mutable_input(), "x", {"batch", "4"});
+  // Declared wrongly on purpose: the computed [batch, 4] wins, with a warning.
+  addTensorInfo(graph->mutable_output(), "y", {"batch", "5"});
+  addNode(graph, "Relu", {"x"}, {"y"});
+  std::string path = writeModel(model);
+
+  ONNXImportOptions options;
+  options.dimSizes["batch"] = 3;
+  std::string error;
+  std::vector<std::string> warnings;
+  std::unique_ptr<Module> module = importONNX(path, options, error, &warnings);
+  REQUIRE(module);
+  CHECK(module->lookupFunction("main")->params[0]->type.str() == "f32[3,4]");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] == path + ": graph output 'y' is declared [batch,5] but the graph computes "
+                              "f32[3,4] (the computed shape is used)");
+
+  options.dimSizes = {{"seq", 2}};
+  CHECK(!importONNX(path, options, error));
+  CHECK(error == path + ": --dim seq=2: no graph input has a dim named 'seq'");
+  llvm::sys::fs::remove(path);
+}

@@ -18,9 +18,11 @@
 //      round_prefer_ceil, floor, ceil), clamped into the axis: one `take`;
 //      linear: the neighbours floor(x) and floor(x) + 1 (clamped) and the
 //      weight x - floor(x): take(lo) * (1 - w) + take(hi) * w, w a constant
-//      broadcast along the axis. Axes are resized one after another (linear
-//      interpolation is separable).
-// Cubic mode and tf_crop_and_resize (which needs roi) are rejected.
+//      broadcast along the axis; cubic: the four neighbours floor(x) - 1 ..
+//      floor(x) + 2 weighted by Keys' cubic (cubic_coeff_a; exclude_outside
+//      renormalizes). Axes are resized one after another (both are
+//      separable).
+// tf_crop_and_resize (which needs roi) is rejected.
 //
 //===----------------------------------------------------------------------===//
 #include "ONNXImporter.h"
@@ -76,23 +78,72 @@ static Value *takeAlong(NodeContext &c, Value *x, int64_t d, const std::vector<i
   return x && index ? c.emit("take", {Operand::of(x), Operand::of(index)}, attrs, name) : nullptr;
 }
 
+/// Cubic mode along axis `d` (step 3): four neighbours floor(x) - 1 ..
+/// floor(x) + 2 (clamped into the axis: edge padding) weighted by Keys'
+/// cubic with coefficient `a` at the distances (ONNX's and ONNX Runtime's
+/// coefficients); with `excludeOutside`, neighbours outside the axis weigh
+/// 0 and the rest are renormalized. Weights in double, then the dtype.
+static Value *resizeCubic(NodeContext &c, Value *x, int64_t d, int64_t rank,
+                          const std::string &transform, const ResizeAxis &axis, double a,
+                          bool excludeOutside, const std::string &name) {
+  std::vector<int64_t> weightShape(size_t(rank), 1);
+  weightShape[d] = axis.out;
+  std::vector<std::vector<int64_t>> indices(4);
+  DType dtype = x->type.getDType();
+  std::vector<TensorData> weights(4, TensorData(dtype, weightShape));
+  for (int64_t i = 0; i < axis.out; ++i) {
+    float source = sourceCoordinate(transform, i, axis);
+    double base = std::floor(source), s = double(source) - base;
+    auto near = [&](double t) { return ((a + 2) * t - (a + 3)) * t * t + 1; };       // |t| <= 1
+    auto far = [&](double t) { return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a; }; // 1 < |t| < 2
+    double coeffs[4] = {far(s + 1), near(s), near(1 - s), far(2 - s)};
+    double total = 0;
+    for (int k = 0; k < 4; ++k) {
+      int64_t j = int64_t(base) - 1 + k;
+      if (excludeOutside && (j < 0 || j >= axis.in))
+        coeffs[k] = 0;
+      total += coeffs[k];
+      indices[size_t(k)].push_back(std::clamp<int64_t>(j, 0, axis.in - 1));
+    }
+    for (int k = 0; k < 4; ++k)
+      weights[size_t(k)].set(i, excludeOutside && total != 0 ? coeffs[k] / total : coeffs[k]);
+  }
+  Value *sum = nullptr;
+  for (int k = 0; k < 4; ++k) {
+    std::string tap = name + "_tap" + std::to_string(k);
+    Value *taken = takeAlong(c, x, d, indices[size_t(k)], tap);
+    Value *weight = c.emitConstant(std::move(weights[size_t(k)]), tap + "_w");
+    Value *term = taken ? c.emit("multiply", {Operand::of(taken), Operand::of(weight)}, {},
+                                 tap + "_weighted")
+                        : nullptr;
+    sum = !term ? nullptr
+          : sum ? c.emit("add", {Operand::of(sum), Operand::of(term)}, {},
+                         k == 3 ? name + "_resized" : name + "_sum" + std::to_string(k))
+                : term;
+  }
+  return sum;
+}
+
 static bool convertResize(NodeContext &c) {
   bool upsample = c.node.op_type() == "Upsample";
   Value *x = c.input(0);
   if (!x)
     return false;
   std::string mode = c.attrString("mode", "nearest");
-  if (mode != "nearest" && mode != "linear")
-    return c.fail("mode '" + mode + "' is not supported (nearest and linear are)");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return c.fail("mode '" + mode + "' is not supported (nearest, linear and cubic are)");
   bool legacy = upsample || c.opset < 11; // asymmetric, floor
   std::string transform =
       legacy ? "asymmetric" : c.attrString("coordinate_transformation_mode", "half_pixel");
   std::string nearestMode = legacy ? "floor" : c.attrString("nearest_mode", "round_prefer_floor");
+  double cubicA = -0.75;
+  bool excludeOutside = false;
   if (!legacy) {
-    c.attrFloat("cubic_coeff_a", -0.75);
+    cubicA = c.attrFloat("cubic_coeff_a", -0.75);
     c.attrFloat("extrapolation_value", 0);
-    if (c.attrInt("exclude_outside", 0) != 0)
-      return c.fail("exclude_outside = 1 is not supported");
+    excludeOutside = c.attrInt("exclude_outside", 0) != 0;
+    if (excludeOutside && mode != "cubic")
+      return c.fail("exclude_outside = 1 applies to cubic mode only");
   }
   static const char *transforms[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
                                      "asymmetric", "tf_half_pixel_for_nn"};
@@ -185,7 +236,11 @@ static bool convertResize(NodeContext &c) {
       continue;
     }
     if (!isFloatDType(dtype))
-      return c.fail("linear resizing needs a float input, not " + x->type.str());
+      return c.fail(mode + " resizing needs a float input, not " + x->type.str());
+    if (mode == "cubic") {
+      current = resizeCubic(c, current, d, rank, transform, axis, cubicA, excludeOutside, name);
+      continue;
+    }
     Value *low = takeAlong(c, current, d, lo, name + "_lo");
     Value *high = takeAlong(c, current, d, hi, name + "_hi");
     std::vector<int64_t> weightShape(size_t(rank), 1);

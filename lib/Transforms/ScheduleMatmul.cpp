@@ -21,9 +21,10 @@
 //            unless, with a target (cost-model=roofline), those tiles would
 //            be fewer than the GPU's SMs: then the next row;
 //          M >= 32 and N >= 32:    64 x  64 x 16, warps of 32 x 32 (128 threads)
-//          otherwise:              32 x  32 x 16, one warp (32 threads), rows
-//            and columns past M and N guarded (a matrix-vector product with
-//            M = 1 included; not per group: a depthwise convolution's N = 1)
+//          otherwise:              32 x  32 x 16, one warp (32 threads), or
+//            16 x 32 x 16 when M <= 16; rows and columns past M and N
+//            guarded (a matrix-vector product with M = 1 included; not per
+//            group: a depthwise convolution's N = 1)
 //        otherwise, or with tensor-cores=false (before sm_80), SIMT (every dtype),
 //        M >= 16 and N >= 16 (else the fallback):
 //          M >= 64 and N >= 64:    64 x  64 x 16, 4 x 4 per thread (256 threads)
@@ -228,10 +229,15 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::strin
       if (halves && (m < 32 || n < 32)) {
         // Small operands still get tensor cores: one warp computes a
         // 32 x 32 tile (2 x 4 mma tiles), guarded where M or N ends early.
-        why += ", f16/bf16 operands: tensor cores (one warp a 32 x 32 tile)";
+        // With at most 16 rows (a matrix-vector product), a 16 x 32 tile:
+        // half the mma work and A-tile loads of the 32-row one, none of it
+        // on rows past M.
+        bool fewRows = m <= 16;
+        why += fewRows ? ", f16/bf16 operands: tensor cores (one warp a 16 x 32 tile)"
+                       : ", f16/bf16 operands: tensor cores (one warp a 32 x 32 tile)";
         tiles.mma = true;
-        tiles.blockM = tiles.blockN = 32;
-        tiles.warpM = tiles.warpN = 32;
+        tiles.blockM = tiles.warpM = fewRows ? 16 : 32;
+        tiles.blockN = tiles.warpN = 32;
         tiles.threads = 32;
       } else if (halves && m >= 32 && n >= 32) {
         why += ", f16/bf16 operands: tensor cores";

@@ -72,16 +72,14 @@ Value *NodeContext::input(size_t i) {
   if (importer.constants.count(name))
     return importer.materialize(name);
   auto shape = importer.shapes.find(name);
-  if (shape != importer.shapes.end()) {
-    for (const Dim &dim : shape->second.elements)
-      if (dim.isSymbolic()) {
-        fail("input '" + name + "' is a shape computation involving the symbolic dim '" +
-             dim.symbol + "'; only shape inputs (Reshape, Expand) may use it, as a dim of "
-             "fusec's types is a size or one name, never an expression (--dim " +
-             dim.symbol + "=SIZE fixes its size)");
-        return nullptr;
-      }
-  }
+  if (shape != importer.shapes.end())
+    if (const Dim *dim = shape->second.firstSymbolic()) {
+      fail("input '" + name + "' is a shape computation involving the symbolic dim '" +
+           dim->symbol + "'; only shape inputs (Reshape, Expand) may use it, as a dim of "
+           "fusec's types is a size or one name, never an expression (--dim " +
+           dim->symbol + "=SIZE fixes its size)");
+      return nullptr;
+    }
   fail("input '" + name + "' is not defined by an earlier node, an initializer or a graph input");
   return nullptr;
 }
@@ -106,16 +104,13 @@ std::optional<ShapeValue> NodeContext::shapeValue(size_t i) const {
 
 std::optional<std::vector<int64_t>> NodeContext::ints(size_t i, const char *what) {
   std::optional<ShapeValue> shape = shapeValue(i);
-  if (shape && !shape->isStatic()) {
-    for (const Dim &dim : shape->elements)
-      if (dim.isSymbolic()) {
-        fail(llvm::Twine(what) + " (input " + llvm::Twine(i) +
-             ") involves the symbolic dim '" + dim.symbol +
-             "', but must be constant here (--dim " + dim.symbol + "=SIZE fixes its size)");
-        return std::nullopt;
-      }
+  if (const Dim *dim = shape ? shape->firstSymbolic() : nullptr) {
+    fail(llvm::Twine(what) + " (input " + llvm::Twine(i) + ") involves the symbolic dim '" +
+         dim->symbol + "', but must be constant here (--dim " + dim->symbol +
+         "=SIZE fixes its size)");
+    return std::nullopt;
   }
-  if (!shape || !shape->isStatic()) {
+  if (!shape) {
     fail(llvm::Twine(what) + " (input " + llvm::Twine(i) +
          ") must be a constant integer tensor; computed values are not supported");
     return std::nullopt;
@@ -215,23 +210,22 @@ Value *NodeContext::emit(llvm::StringRef op, std::vector<Operand> operands, Attr
       return nullptr;
   // A 0 in FIR's reshape copies the operand's dim (as TVM's): a converter's
   // reshape to a zero-size dim is an empty tensor, a splat of that shape.
-  if (op == "reshape" && attrs.get("shape")) {
-    Shape target;
-    bool empty = false, staticTarget = true;
-    for (const Attr &entry : attrs.get("shape")->list) {
-      empty |= entry.kind == Attr::Int && entry.intValue == 0;
-      staticTarget &= entry.kind == Attr::Int && entry.intValue >= 0;
-      target.push_back(entry.kind == Attr::Int ? Dim::of(std::max<int64_t>(entry.intValue, 0))
-                                               : Dim::named(entry.text));
-    }
+  // (ONNX's Reshape with allowzero = 1 reaches this too.)
+  const Attr *reshapeTo = op == "reshape" ? attrs.get("shape") : nullptr;
+  if (reshapeTo && llvm::any_of(reshapeTo->list, [](const Attr &entry) {
+        return entry.kind == Attr::Int && entry.intValue == 0;
+      })) {
     const Type &input = operands[0].value->type;
-    if (empty) {
-      if (input.getStaticNumElements() != std::optional<int64_t>(0) || !staticTarget)
-        return fail("cannot reshape " + input.str() + " to a shape with a zero-size dim " +
-                    "(it needs an empty operand and static sizes)"),
+    Shape target;
+    for (const Attr &entry : reshapeTo->list) {
+      if (entry.kind != Attr::Int || entry.intValue < 0 ||
+          input.getStaticNumElements() != std::optional<int64_t>(0))
+        return fail("cannot reshape " + input.str() + " to " + reshapeTo->str() +
+                    ": a zero-size dim needs an empty operand and static sizes"),
                nullptr;
-      return emitSplat(0, input.getDType(), target, nameHint.empty() ? node.output(0) : nameHint);
+      target.push_back(Dim::of(entry.intValue));
     }
+    return emitSplat(0, input.getDType(), target, nameHint.empty() ? node.output(0) : nameHint);
   }
   auto binding = std::make_unique<Binding>();
   binding->kind = ExprKind::Op;

@@ -40,6 +40,8 @@ struct ShapeValue {
   /// own (an i8 or i32 constant folds as shape arithmetic only when i64).
   DType dtype = DType::i64;
   bool isStatic() const;
+  /// The first symbolic element, or null.
+  const Dim *firstSymbolic() const;
 };
 
 class Importer;
@@ -138,6 +140,11 @@ Value *dropUnitHeight(NodeContext &c, Value *v, llvm::StringRef name);
 /// Inputs 0 and 1 of a (transposed) convolution, `x` and `w`, lifted when
 /// both have rank 3 (`oneD`); false after an error.
 bool liftConvolution(NodeContext &c, Value *&x, Value *&w, const std::string &name, bool &oneD);
+/// Output 0 of a (transposed) convolution: nn.conv2d(x, w) {attrs}, input
+/// 2 (the bias, if given) added per channel, the unit height squeezed when
+/// `oneD`.
+void defineConvolution(NodeContext &c, Value *x, Value *w, Attrs attrs, const std::string &name,
+                       bool oneD);
 
 /// The tables of ONNXOpsMath.cpp, ONNXOpsActivation.cpp, ONNXOpsNN.cpp,
 /// ONNXOpsWindow.cpp, ONNXOpsReduce.cpp, ONNXOpsSpatial.cpp, ONNXOpsTensor.cpp, ONNXOpsFill.cpp

@@ -271,15 +271,7 @@ static bool convertConvTranspose(NodeContext &c) {
                                     std::max<int64_t>(0, after[0]), std::max<int64_t>(0, after[1])}));
   attrs.set("dilation", makeIntList(dilations));
   attrs.set("groups", Attr::makeInt(groups));
-  Value *result = c.emit("nn.conv2d", {Operand::of(input), Operand::of(weights)}, attrs,
-                         c.hasInput(2) || oneD ? name + "_conv" : name);
-  if (result && c.hasInput(2)) {
-    Value *bias = perChannel(c, 2, 4, name + "_bias");
-    result = bias ? c.emit("add", {Operand::of(result), Operand::of(bias)}, {},
-                           oneD ? name + "_biased" : name)
-                  : nullptr;
-  }
-  c.define(0, oneD ? dropUnitHeight(c, result, name) : result);
+  defineConvolution(c, input, weights, std::move(attrs), name, oneD);
   return true;
 }
 

@@ -37,9 +37,6 @@ static bool convertReshape(NodeContext &c) {
         return c.fail("shape entry " + std::to_string(d) + " is 0 (copy the input's dim) "
                       "but the input has rank " + std::to_string(x->type.getRank()));
       dims[d] = x->type.getShape()[d];
-    } else if (dims[d].isStatic() && dims[d].size == 0) {
-      return c.fail("a literal 0 size (allowzero = 1) is not supported: fusec's reshape reads "
-                    "0 as \"copy the operand's dim\", as TVM's does");
     } else if (dims[d].isStatic() && dims[d].size < -1) {
       return c.fail("shape entry " + std::to_string(dims[d].size) + " is invalid");
     }

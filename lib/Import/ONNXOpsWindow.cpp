@@ -152,8 +152,14 @@ static bool convertConv(NodeContext &c) {
   if (groups < 1 || groups > kMaxDimSize)
     return c.fail("group must be in [1, 2^40]");
   attrs.set("groups", Attr::makeInt(groups));
+  defineConvolution(c, x, w, std::move(attrs), name, oneD);
+  return true;
+}
+
+void onnximport::defineConvolution(NodeContext &c, Value *x, Value *w, Attrs attrs,
+                                   const std::string &name, bool oneD) {
   bool last = !c.hasInput(2) && !oneD;
-  Value *conv = c.emit("nn.conv2d", {Operand::of(x), Operand::of(w)}, attrs,
+  Value *conv = c.emit("nn.conv2d", {Operand::of(x), Operand::of(w)}, std::move(attrs),
                        last ? name : name + "_conv");
   if (conv && c.hasInput(2)) {
     Value *bias = perChannel(c, 2, 4, name + "_bias");
@@ -162,7 +168,6 @@ static bool convertConv(NodeContext &c) {
                 : nullptr;
   }
   c.define(0, oneD ? dropUnitHeight(c, conv, name) : conv);
-  return true;
 }
 
 /// ONNX (like PyTorch) drops a ceil_mode window that would start in the end

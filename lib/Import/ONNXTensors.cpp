@@ -41,6 +41,13 @@ std::string onnximport::onnxTypeName(int64_t onnxType) {
   return "code " + std::to_string(onnxType) + " (not an ONNX element type)";
 }
 
+const Dim *ShapeValue::firstSymbolic() const {
+  for (const Dim &dim : elements)
+    if (dim.isSymbolic())
+      return &dim;
+  return nullptr;
+}
+
 bool ShapeValue::isStatic() const {
   return llvm::all_of(elements, [](const Dim &dim) { return dim.isStatic(); });
 }

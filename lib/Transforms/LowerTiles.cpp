@@ -44,16 +44,10 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   if (!core || !analyzeContraction(kernel, *core, contraction))
     return error(entry.loc, "tiles need a contraction (a sum of products of two operands, "
                             "each read by some outputs only) at '%" + root.buffer + "'");
-  if (core != &root) {
-    std::vector<std::string> vars = root.spatialVars;
-    if (!readsAtOwnIndex(*root.body, core->buffer, vars, true))
-      return error(entry.loc, "the epilogue '%" + root.buffer + "' must read '%" + core->buffer +
-                                  "' at its own index");
-    if (kernel.findBuffer(root.buffer)->type.getShape() !=
-        kernel.findBuffer(core->buffer)->type.getShape())
-      return error(entry.loc, "the epilogue '%" + root.buffer + "' must have the shape of '%" +
-                                  core->buffer + "' (the tiles cover the contraction)");
-  }
+  if (core != &root && !isTiledEpilogue(kernel, root, *core))
+    return error(entry.loc, "the epilogue '%" + root.buffer + "' must read '%" + core->buffer +
+                                "' at its own index, over its shape (the tiles cover the "
+                                "contraction)");
   int64_t bm = mapping.blockM, bn = mapping.blockN, bk = mapping.blockK, tm = mapping.threadM,
           tn = mapping.threadN;
   int64_t threadsN = bn / tn, threads = (bm / tm) * threadsN;

@@ -56,6 +56,12 @@ bool fusec::readsAtOwnIndex(const KExpr &body, llvm::StringRef producer,
   return true;
 }
 
+bool fusec::isTiledEpilogue(const Kernel &kernel, const KStage &epilogue, const KStage &core) {
+  return readsAtOwnIndex(*epilogue.body, core.buffer, epilogue.spatialVars, true) &&
+         kernel.findBuffer(epilogue.buffer)->type.getShape() ==
+             kernel.findBuffer(core.buffer)->type.getShape();
+}
+
 /// The loads of `buffer` in `e`; with `unconditional`, only those evaluated
 /// whatever the data (not in a select branch, not right of && or ||).
 static int countLoads(const KExpr &e, llvm::StringRef buffer, bool unconditional) {

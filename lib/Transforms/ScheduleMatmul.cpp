@@ -186,13 +186,10 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::strin
     core = output;
   } else if (!core) {
     return why = "no reduction", false;
-  } else if (!readsAtOwnIndex(*output->body, core->buffer, output->spatialVars, true)) {
-    return why = "the output reads '%" + core->buffer + "' other than at its own index", false;
-  } else if (kernel.findBuffer(output->buffer)->type.getShape() !=
-             kernel.findBuffer(core->buffer)->type.getShape()) {
-    // The tiles cover the contraction's domain: an epilogue over a part of
-    // it (a slice at offset 0) would be stored out of its bounds.
-    return why = "the output's shape differs from '%" + core->buffer + "''s", false;
+  } else if (!isTiledEpilogue(kernel, *output, *core)) {
+    return why = "the output reads '%" + core->buffer +
+                 "' other than at its own index over its shape",
+           false;
   }
   Contraction contraction;
   if (!analyzeContraction(kernel, *core, contraction))

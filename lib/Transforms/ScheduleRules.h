@@ -31,6 +31,11 @@ int64_t chooseVectorWidth(const Kernel &kernel, const KStage &stage);
 /// indices (and, with `exact`, no other indices).
 bool readsAtOwnIndex(const KExpr &body, llvm::StringRef producer,
                      const std::vector<std::string> &vars, bool exact);
+/// Whether `epilogue` reads the contraction `core` only at its own index
+/// and over the same shape, so that tiles covering the contraction store
+/// every epilogue element once (a channel slice at offset 0 reads at its
+/// own index but over fewer channels).
+bool isTiledEpilogue(const Kernel &kernel, const KStage &epilogue, const KStage &core);
 
 /// A contraction `out[s] = sum_r X(s, r) * Y(s, r)` seen as a (batched)
 /// GEMM: spatial variables that only X's loads use are M, only Y's are N,

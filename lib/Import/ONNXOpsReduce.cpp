@@ -23,7 +23,7 @@ using namespace fusec;
 using namespace fusec::onnximport;
 
 namespace {
-enum class Composed { None, L1, L2, SumSquare, LogSum, LogSumExp };
+enum class Composed { Plain, L1, L2, SumSquare, LogSum, LogSumExp };
 
 /// The reduction's attributes; `reduces` is false for a no-op reduction.
 struct ReduceAttrs {
@@ -56,8 +56,12 @@ static std::optional<ReduceAttrs> readReduceAttrs(NodeContext &c) {
   return result;
 }
 
-template <Composed Kind>
-static bool convertComposedReduce(NodeContext &c) {
+static const char kMean[] = "mean", kSum[] = "sum", kMax[] = "max", kMin[] = "min",
+                  kProd[] = "prod";
+
+/// `Op` over the axes (Plain), or a composed reduction around a sum.
+template <Composed Kind, const char *Op = kSum>
+static bool convertReduce(NodeContext &c) {
   Value *x = c.input(0);
   if (!x)
     return false;
@@ -77,8 +81,9 @@ static bool convertComposedReduce(NodeContext &c) {
   };
   Value *result = nullptr;
   switch (Kind) {
-  case Composed::None:
-    return false;
+  case Composed::Plain:
+    result = reduce->reduces ? c.emit(Op, {Operand::of(x)}, reduce->attrs) : x;
+    break;
   case Composed::L1:
     result = sum(unary("abs", x, name + "_abs"), reduce->attrs, name);
     break;
@@ -129,32 +134,17 @@ static bool convertComposedReduce(NodeContext &c) {
   return true;
 }
 
-template <const char *Op>
-static bool convertReduce(NodeContext &c) {
-  Value *x = c.input(0);
-  if (!x)
-    return false;
-  std::optional<ReduceAttrs> reduce = readReduceAttrs(c);
-  if (!reduce)
-    return false;
-  c.define(0, reduce->reduces ? c.emit(Op, {Operand::of(x)}, reduce->attrs) : x);
-  return true;
-}
-
-static const char kMean[] = "mean", kSum[] = "sum", kMax[] = "max", kMin[] = "min",
-                  kProd[] = "prod";
-
 void onnximport::registerReduceOps(std::vector<OpConverter> &table) {
   table.insert(table.end(), {
-      {"ReduceMean", convertReduce<kMean>},
-      {"ReduceSum", convertReduce<kSum>},
-      {"ReduceMax", convertReduce<kMax>},
-      {"ReduceMin", convertReduce<kMin>},
-      {"ReduceProd", convertReduce<kProd>},
-      {"ReduceL1", convertComposedReduce<Composed::L1>},
-      {"ReduceL2", convertComposedReduce<Composed::L2>},
-      {"ReduceSumSquare", convertComposedReduce<Composed::SumSquare>},
-      {"ReduceLogSum", convertComposedReduce<Composed::LogSum>},
-      {"ReduceLogSumExp", convertComposedReduce<Composed::LogSumExp>},
+      {"ReduceMean", convertReduce<Composed::Plain, kMean>},
+      {"ReduceSum", convertReduce<Composed::Plain, kSum>},
+      {"ReduceMax", convertReduce<Composed::Plain, kMax>},
+      {"ReduceMin", convertReduce<Composed::Plain, kMin>},
+      {"ReduceProd", convertReduce<Composed::Plain, kProd>},
+      {"ReduceL1", convertReduce<Composed::L1>},
+      {"ReduceL2", convertReduce<Composed::L2>},
+      {"ReduceSumSquare", convertReduce<Composed::SumSquare>},
+      {"ReduceLogSum", convertReduce<Composed::LogSum>},
+      {"ReduceLogSumExp", convertReduce<Composed::LogSumExp>},
   });
 }

@@ -103,7 +103,7 @@ struct Interpreter::Impl {
     return env.lookup(operand.value);
   }
 
-  RtValue evalBinding(const Binding &binding,
+  RtValue evalBinding(const Function &function, const Binding &binding,
                       const llvm::DenseMap<const Value *, RtValue> &env) {
     std::vector<RtValue> args;
     for (const Operand &operand : binding.operands)
@@ -111,9 +111,12 @@ struct Interpreter::Impl {
         args.push_back(operandValue(operand, env));
     switch (binding.kind) {
     case ExprKind::Op: {
+      std::vector<Value *> carriers = dimCarriers(function, binding);
       std::unique_ptr<Kernel> &kernel = opKernels[&binding];
       if (!kernel)
-        kernel = legalizeOp(binding, binding.callee);
+        kernel = legalizeOp(binding, binding.callee, carriers);
+      for (const Value *carrier : carriers)
+        args.push_back(env.lookup(carrier));
       return runKernelCall(*kernel, args);
     }
     case ExprKind::Constant: {
@@ -211,7 +214,7 @@ struct Interpreter::Impl {
       env[function.params[i].get()] = args[i];
     }
     function.forEachBinding([&](const Binding &binding) {
-      env[binding.getResult()] = evalBinding(binding, env);
+      env[binding.getResult()] = evalBinding(function, binding, env);
     });
     if (!function.returnsTuple)
       return env.lookup(function.returnValues.front().value);

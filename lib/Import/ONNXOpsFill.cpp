@@ -1,7 +1,8 @@
 //===- ONNXOpsFill.cpp - Operators that build larger tensors --------------===//
 //
 // Expand -> broadcast_to (ONNX broadcasts both ways: the result shape is
-// computed); ConstantOfShape -> a constant (a splat beyond 64 elements);
+// computed); ConstantOfShape -> a constant (a splat beyond 64 elements; a
+// 0-d splat broadcast_to the shape when it names a symbolic dim);
 // Range with constant inputs -> a constant; Tile -> per repeated axis
 // expand_dims, broadcast_to and reshape ([n] -> [1, n] -> [r, n] -> [r n],
 // which repeats the whole axis); Pad (static shapes): `constant` mode
@@ -55,7 +56,12 @@ static bool convertExpand(NodeContext &c) {
 }
 
 static bool convertConstantOfShape(NodeContext &c) {
-  std::optional<std::vector<int64_t>> shape = c.ints(0, "shape");
+  // A shape with a symbolic dim (a dynamic batch) broadcasts a 0-d splat.
+  std::optional<ShapeValue> symbolic = c.shapeValue(0);
+  if (!symbolic || !symbolic->firstSymbolic())
+    symbolic.reset();
+  std::optional<std::vector<int64_t>> shape =
+      symbolic ? std::vector<int64_t>() : c.ints(0, "shape");
   if (!shape)
     return false;
   DType dtype = DType::f32;
@@ -67,6 +73,15 @@ static bool convertConstantOfShape(NodeContext &c) {
       return c.fail(data ? "value must hold one element" : error);
     dtype = data->getDType();
     value = isFloatDType(dtype) ? data->get(0) : double(data->getInt(0));
+  }
+  if (symbolic) {
+    for (const Dim &dim : symbolic->elements)
+      if (dim.isStatic() && (dim.size < 0 || dim.size > kMaxDimSize))
+        return c.fail("invalid shape entry " + std::to_string(dim.size));
+    Value *scalar = c.emitSplat(value, dtype, {}, c.node.output(0) + "_fill");
+    Attrs attrs;
+    attrs.set("shape", makeShapeList(symbolic->elements));
+    return c.define(0, c.emit("broadcast_to", {Operand::of(scalar)}, attrs)), true;
   }
   Shape dims;
   int64_t count = 1;

@@ -100,11 +100,80 @@ static bool foldShapeArithmetic(NodeContext &c, llvm::StringRef op) {
   return true;
 }
 
+/// Input `i` as a shape value holding a symbolic dim, or nullopt.
+static std::optional<ShapeValue> symbolicShape(NodeContext &c, size_t i) {
+  std::optional<ShapeValue> shape = c.shapeValue(i);
+  if (!shape || shape->isStatic())
+    return std::nullopt;
+  return shape;
+}
+
+/// Element `k` of a rank <= 1 value of `n` elements broadcast NumPy's way.
+template <typename T> static const T &elementAt(const std::vector<T> &values, size_t k) {
+  return values[values.size() == 1 ? 0 : k];
+}
+
+/// Equal of shape values with a symbolic dim, as PyTorch's `expand` export
+/// computes `where(shape == -1, ones, shape)`: a dim is never negative, so
+/// it differs from a negative constant; one name equals itself. Returns
+/// false when an element cannot be decided.
+static bool foldSymbolicEqual(NodeContext &c) {
+  std::optional<ShapeValue> a = c.shapeValue(0), b = c.shapeValue(1);
+  if (!a || !b || (a->isStatic() && b->isStatic()))
+    return false;
+  size_t n = std::max(a->elements.size(), b->elements.size());
+  if ((a->elements.size() != n && a->elements.size() != 1) ||
+      (b->elements.size() != n && b->elements.size() != 1))
+    return false;
+  TensorData result(DType::boolean, a->scalar && b->scalar ? std::vector<int64_t>{}
+                                                           : std::vector<int64_t>{int64_t(n)});
+  for (size_t k = 0; k < n; ++k) {
+    const Dim &x = elementAt(a->elements, k), &y = elementAt(b->elements, k);
+    if (x.isStatic() && y.isStatic())
+      result.setInt(k, x.size == y.size);
+    else if (x.isSymbolic() && y.isSymbolic() && x == y)
+      result.setInt(k, 1);
+    else if ((x.isStatic() && x.size < 0) || (y.isStatic() && y.size < 0))
+      result.setInt(k, 0);
+    else
+      return false;
+  }
+  c.defineConstant(0, std::move(result));
+  return true;
+}
+
+/// Where with a constant condition choosing between shape values, one with
+/// a symbolic dim (the select of PyTorch's `expand` export).
+static bool foldSymbolicWhere(NodeContext &c) {
+  const TensorData *condition = c.constant(0);
+  std::optional<ShapeValue> a = c.shapeValue(1), b = c.shapeValue(2);
+  if (!condition || !a || !b || (a->isStatic() && b->isStatic()) ||
+      condition->getShape().size() > 1)
+    return false;
+  size_t n = std::max({size_t(condition->getNumElements()), a->elements.size(),
+                       b->elements.size()});
+  for (size_t size : {size_t(condition->getNumElements()), a->elements.size(),
+                      b->elements.size()})
+    if (size != n && size != 1)
+      return false;
+  ShapeValue result;
+  result.scalar = a->scalar && b->scalar && condition->getShape().empty();
+  result.dtype = a->dtype;
+  for (size_t k = 0; k < n; ++k) {
+    bool take = condition->getInt(condition->getNumElements() == 1 ? 0 : k) != 0;
+    result.elements.push_back(elementAt(take ? a->elements : b->elements, k));
+  }
+  c.defineShape(0, result);
+  return true;
+}
+
 template <const char *Op>
 static bool convertBinary(NodeContext &c) {
   llvm::StringRef onnxType = c.node.op_type();
   if ((onnxType == "Add" || onnxType == "Sub" || onnxType == "Mul" || onnxType == "Div") &&
       foldShapeArithmetic(c, onnxType))
+    return true;
+  if (onnxType == "Equal" && foldSymbolicEqual(c))
     return true;
   if (c.importer.error.empty() && foldElementwise(c))
     return true;
@@ -255,6 +324,8 @@ static bool convertMod(NodeContext &c) {
 }
 
 static bool convertWhere(NodeContext &c) {
+  if (foldSymbolicWhere(c))
+    return true;
   if (foldElementwise(c) || !c.importer.error.empty())
     return c.importer.error.empty();
   std::optional<Operand> a = operandOf(c, 1, 2);
@@ -343,6 +414,9 @@ static bool convertShape(NodeContext &c) {
   std::vector<Dim> dims;
   if (type) {
     dims = type->getShape();
+  } else if (std::optional<ShapeValue> shape = symbolicShape(c, 0)) {
+    if (!shape->scalar)
+      dims.push_back(Dim::of(int64_t(shape->elements.size())));
   } else if (const TensorData *data = c.constant(0)) {
     for (int64_t dim : data->getShape())
       dims.push_back(Dim::of(dim));

@@ -23,6 +23,20 @@ static std::optional<ShapeValue> foldable(NodeContext &c) {
 }
 
 static bool convertReshape(NodeContext &c) {
+  // A shape value with a symbolic dim reshaped to one axis stays a shape
+  // value (PyTorch's `expand` export flattens its target shape).
+  if (std::optional<ShapeValue> value = c.shapeValue(0); value && !value->isStatic()) {
+    c.attrInt("allowzero", 0); // no 0 in a one-axis target
+    std::optional<std::vector<int64_t>> target = c.ints(1, "the shape");
+    if (!target)
+      return false;
+    int64_t count = int64_t(value->elements.size());
+    if (target->size() != 1 || ((*target)[0] != -1 && (*target)[0] != count))
+      return c.fail("a shape computation involving the symbolic dim '" +
+                    value->firstSymbolic()->symbol + "' can only be reshaped to one axis");
+    value->scalar = false;
+    return c.defineShape(0, *value), true;
+  }
   Value *x = c.input(0);
   if (!x)
     return false;

@@ -252,6 +252,14 @@ GroupOutliner::Result GroupOutliner::outline(
       if (!operand.isLiteral() && !memberSet.count(operand.value->definingBinding) &&
           !isCopiedConstant(operand.value, bindConstants) && seen.insert(operand.value).second)
         result.params.push_back(operand.value);
+  // A dim that an op introduces (broadcast_to) is bound by a tensor
+  // parameter of the function; the group takes that parameter too, as TVM's
+  // FunctionCreator adds a group's undefined symbolic vars as parameters.
+  for (Binding *member : members)
+    if (member->kind == ExprKind::Op)
+      for (Value *carrier : dimCarriers(function, *member))
+        if (seen.insert(carrier).second)
+          result.params.push_back(carrier);
   llvm::DenseMap<const Value *, size_t> rank;
   for (size_t i = 0; i < fields.paramOrder.size(); ++i)
     rank.try_emplace(fields.paramOrder[i], i);

@@ -5,7 +5,10 @@
 // index notation (spec §5); call_extern, calls, tuples, constants and
 // aliases stay. Functions a library runs (a composite called from a
 // `codegen = "cublaslt"` function) keep their ops. Literal operands are
-// folded into the kernel; the call passes the remaining operands in order.
+// folded into the kernel; the call passes the remaining operands in order,
+// then, for a symbolic dim that the op introduces (`broadcast_to` of an
+// `f32[4]` to `[n, 4]`), a tensor parameter that binds it, which the kernel
+// takes as an input it never reads.
 // Identical kernels are shared.
 //
 // Algorithm:
@@ -39,7 +42,8 @@ public:
   bool run(Module &module, PassContext &context) override;
 
 private:
-  std::string kernelFor(Module &module, const Binding &binding);
+  std::string kernelFor(Module &module, const Binding &binding,
+                        llvm::ArrayRef<const Value *> dimCarriers);
   llvm::StringMap<std::string> kernelByText; // placeholder text -> name
   llvm::StringSet<> usedNames;
 };
@@ -51,8 +55,9 @@ static std::string baseName(llvm::StringRef op) {
   return name;
 }
 
-std::string Legalize::kernelFor(Module &module, const Binding &binding) {
-  std::unique_ptr<Kernel> kernel = legalizeOp(binding, "_");
+std::string Legalize::kernelFor(Module &module, const Binding &binding,
+                                llvm::ArrayRef<const Value *> dimCarriers) {
+  std::unique_ptr<Kernel> kernel = legalizeOp(binding, "_", dimCarriers);
   std::string text = printKernel(*kernel);
   auto existing = kernelByText.find(text);
   if (existing != kernelByText.end())
@@ -89,11 +94,14 @@ bool Legalize::run(Module &module, PassContext &context) {
     function->forEachBinding([&](Binding &binding) {
       if (binding.kind != ExprKind::Op)
         return;
-      std::string name = kernelFor(module, binding);
+      std::vector<Value *> carriers = dimCarriers(*function, binding);
+      std::string name = kernelFor(module, binding, carriers);
       std::vector<Operand> operands;
       for (const Operand &operand : binding.operands)
         if (!operand.isLiteral())
           operands.push_back(operand);
+      for (Value *carrier : carriers)
+        operands.push_back(Operand::of(carrier));
       binding.kind = ExprKind::CallKernel;
       binding.callee = name;
       binding.operands = std::move(operands);

@@ -68,11 +68,6 @@ KNOWN_FAILURES = {
     "add/i64/wrap": _I64_CLAMP,  # (2^63-1) + 1 -> 2^63-1024 (want -2^63)
     "subtract/i64/wrap": _I64_CLAMP,  # (2^63-1) - 1 -> 2^63-1024 (want 2^63-2)
     "multiply/i64/wrap": _I64_CLAMP,  # 2^62 * 4 -> 2^63-1024 (want 0)
-    # Symbolic dims that only the result type names.
-    "broadcast_to/f32/symbolic [n,4]": (
-        "LIMITATION: broadcast_to a symbolic dim the operand does not have is rejected "
-        "with a located error (a kernel's symbolic dims are bound by its inputs); it "
-        "used to return a wrong [0, 4] tensor"),
 }
 
 FLOATS = ["f32", "f16", "bf16"]

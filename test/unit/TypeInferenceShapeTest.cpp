@@ -6,11 +6,15 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
+#include "fusec/IR/Ops.h"
+#include "fusec/Printer/Printer.h"
 
 #include <catch2/catch.hpp>
 
 using fusec::test::at;
 using fusec::test::inferError;
+using fusec::test::Parsed;
+using namespace fusec;
 
 TEST_CASE("reshape", "[infer][injective]") {
   CHECK_INFERS("%x: f32[2,3,4]", "reshape(%x) {shape = [6, 4]}", "f32[6,4]");
@@ -79,10 +83,10 @@ TEST_CASE("broadcast_to", "[infer][injective]") {
   CHECK_INFERS("%x: f32[3]", "broadcast_to(%x) {shape = [2, 3]}", "f32[2,3]");
   CHECK_INFERS("%x: f32[4,1]", "broadcast_to(%x) {shape = [2, 4, 5]}", "f32[2,4,5]");
   CHECK_INFERS("%x: f32[n,1]", "broadcast_to(%x) {shape = [n, 8]}", "f32[n,8]");
-  // A symbolic dim the operand lacks has no value inside the kernel.
-  CHECK(inferError("%x: f32[1], %m: f32[m]", "broadcast_to(%x) {shape = [m]}")
-            .find("broadcast_to a symbolic dim ('m') that the operand's shape does not "
-                  "have is not supported yet") != std::string::npos);
+  // A symbolic dim the operand lacks: the kernel takes it from a parameter.
+  CHECK_INFERS("%x: f32[1], %m: f32[m]", "broadcast_to(%x) {shape = [m]}", "f32[m]");
+  CHECK_INFERS("%x: f32[4], %m: i64[2,m]", "broadcast_to(%x) {shape = [m, 3, 4]}",
+               "f32[m,3,4]");
   CHECK_INFERS("%x: f32[]", "broadcast_to(%x) {shape = [2, 2]}", "f32[2,2]");
   const char *bad = "broadcast_to(%x) {shape = [4]}";
   CHECK(inferError("%x: f32[3]", bad) ==
@@ -90,6 +94,29 @@ TEST_CASE("broadcast_to", "[infer][injective]") {
   const char *lower = "broadcast_to(%x) {shape = [3]}";
   CHECK(inferError("%x: f32[2,3]", lower) ==
         at(lower, "broadcast_to", "cannot broadcast f32[2,3] to the lower rank 1"));
+}
+
+TEST_CASE("a dim an op introduces reaches its kernel through a parameter",
+          "[infer][legalize]") {
+  // %t binds n only inside a tuple; %x (a tensor) binds n and m; %w binds m.
+  Parsed parsed("func @f(%t: (f32[n]), %w: f32[m], %x: f32[m,n], %y: f32[4]) -> f32[n,m,4] {\n"
+                "  %b = broadcast_to(%y) {shape = [n, m, 4]}\n"
+                "  %c = add(%b, 1.0)\n"
+                "  return %c\n"
+                "}\n");
+  REQUIRE(parsed.module);
+  const Binding &b = *parsed.binding("b");
+  CHECK(introducedSymbols(b) == std::vector<std::string>{"n", "m"});
+  CHECK(introducedSymbols(*parsed.binding("c")).empty());
+  // One parameter binds both: the first tensor parameter with n is %x.
+  std::vector<Value *> carriers = dimCarriers(parsed.function(), b);
+  REQUIRE(carriers.size() == 1);
+  CHECK(carriers[0]->name == "x");
+  std::unique_ptr<Kernel> kernel = legalizeOp(b, "k", carriers);
+  REQUIRE(kernel->inputs.size() == 2);
+  CHECK(kernel->inputs[1].name == "b");
+  CHECK(kernel->inputs[1].type.str() == "f32[m,n]");
+  CHECK(printKernel(*kernel).find("%out[i0, i1, i2] = %a[i2]") != std::string::npos);
 }
 
 TEST_CASE("concat", "[infer][injective]") {

@@ -84,7 +84,10 @@ using InferFn = std::optional<Type> (*)(InferContext &);
 /// literal operands are folded into the stages as constants.
 class KernelBuilder {
 public:
-  KernelBuilder(const Binding &binding, const Type &resultType);
+  /// `dimCarriers` (see `dimCarriers()`) become extra input buffers after
+  /// the operands' that no stage reads: they bind symbolic dims.
+  KernelBuilder(const Binding &binding, const Type &resultType,
+                llvm::ArrayRef<const Value *> dimCarriers = {});
 
   const Binding &binding;
   const Type resultType;
@@ -196,9 +199,22 @@ std::vector<int64_t> windowPairAttr(const Attr *value, int64_t defaultValue);
 std::optional<Type> inferOpType(const Binding &binding, DiagEngine &diag);
 
 /// The kernel of an op binding whose operands are typed (`legalize` and the
-/// interpreter use it). The kernel is named `name`.
-std::unique_ptr<Kernel> legalizeOp(const Binding &binding,
-                                   const std::string &name);
+/// interpreter use it). The kernel is named `name`; `dimCarriers` are passed
+/// to it after the operands (see below).
+std::unique_ptr<Kernel> legalizeOp(const Binding &binding, const std::string &name,
+                                   llvm::ArrayRef<const Value *> dimCarriers = {});
+
+/// The symbolic dims of an op binding's result that none of its operands has
+/// (`broadcast_to {shape = [n, 4]}` of an `f32[4]`), in order.
+std::vector<std::string> introducedSymbols(const Binding &binding);
+
+/// Tensor parameters of `function` that bind the dims `introducedSymbols`
+/// names, the first such parameter for each. A kernel binds its symbolic dims
+/// from its input buffers, so the op's kernel takes these as extra inputs
+/// that it never reads (TVM passes such dims to `call_tir` as `tir_vars`).
+/// The verifier guarantees that every introduced dim has one.
+std::vector<Value *> dimCarriers(const Function &function,
+                                       const Binding &binding);
 
 /// NumPy broadcasting of two shapes; symbolic dims must be equal by name.
 /// On a mismatch returns std::nullopt and sets `error`.

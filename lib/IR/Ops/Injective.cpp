@@ -171,16 +171,8 @@ static std::optional<Type> inferBroadcastTo(InferContext &ctx) {
   if (offset < 0)
     return ctx.error("cannot broadcast " + input.str() + " to the lower rank " +
                      std::to_string(target.size()));
-  // A kernel's symbolic dims are bound by its inputs; a dim that only the
-  // target names would have no value at run time.
-  for (const Dim &dim : target)
-    if (dim.isSymbolic() &&
-        std::find(input.getShape().begin(), input.getShape().end(), dim) ==
-            input.getShape().end())
-      return ctx.errorAtAttr("shape", "broadcast_to a symbolic dim ('" + dim.symbol +
-                                          "') that the operand's shape does not have "
-                                          "is not supported yet; broadcast with an "
-                                          "operation against a tensor of that shape");
+  // A symbolic dim the operand lacks must be bound by a tensor parameter of
+  // the function; the verifier checks that (legalize passes it along).
   for (int64_t i = 0; i < input.getRank(); ++i) {
     const Dim &from = input.getShape()[i];
     if (from != target[i + offset] && from != Dim::of(1))

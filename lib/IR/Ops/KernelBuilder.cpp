@@ -78,7 +78,8 @@ static void reserveSymbols(const Type &type) {
       reservedNames().insert(dim.symbol);
 }
 
-KernelBuilder::KernelBuilder(const Binding &binding, const Type &resultType)
+KernelBuilder::KernelBuilder(const Binding &binding, const Type &resultType,
+                             llvm::ArrayRef<const Value *> dimCarriers)
     : binding(binding), resultType(resultType),
       kernel(std::make_unique<Kernel>()) {
   reservedNames().clear();
@@ -86,6 +87,8 @@ KernelBuilder::KernelBuilder(const Binding &binding, const Type &resultType)
   for (const Operand &operand : binding.operands)
     if (!operand.isLiteral())
       reserveSymbols(operand.value->type);
+  for (const Value *carrier : dimCarriers)
+    reserveSymbols(carrier->type);
   for (size_t i = 0; i < binding.operands.size(); ++i) {
     const Operand &operand = binding.operands[i];
     if (operand.isLiteral()) {
@@ -95,6 +98,9 @@ KernelBuilder::KernelBuilder(const Binding &binding, const Type &resultType)
     operandTypes.push_back(operand.value->type);
     kernel->inputs.push_back({inputName(i), operand.value->type, KBuffer::Input, {}});
   }
+  for (size_t j = 0; j < dimCarriers.size(); ++j)
+    kernel->inputs.push_back({inputName(binding.operands.size() + j),
+                              dimCarriers[j]->type, KBuffer::Input, {}});
   // Literal operands take the dtype of the tensor operands (spec §3).
   for (size_t i = 0; i < binding.operands.size(); ++i) {
     if (!binding.operands[i].isLiteral())
@@ -231,12 +237,53 @@ std::unique_ptr<Kernel> KernelBuilder::finish(const std::string &name) {
   return std::move(kernel);
 }
 
-std::unique_ptr<Kernel> fusec::legalizeOp(const Binding &binding,
-                                          const std::string &name) {
+std::unique_ptr<Kernel> fusec::legalizeOp(const Binding &binding, const std::string &name,
+                                          llvm::ArrayRef<const Value *> dimCarriers) {
   const OpInfo *info = lookupOp(binding.callee);
   if (!info || !info->legalize)
     return nullptr;
-  KernelBuilder builder(binding, binding.getType());
+  KernelBuilder builder(binding, binding.getType(), dimCarriers);
   info->legalize(builder);
   return builder.finish(name);
+}
+
+static bool hasSymbol(const Type &type, const std::string &symbol) {
+  if (type.isTuple())
+    return llvm::any_of(type.getFields(),
+                        [&](const Type &field) { return hasSymbol(field, symbol); });
+  return llvm::any_of(type.getShape(), [&](const Dim &dim) {
+    return dim.isSymbolic() && dim.symbol == symbol;
+  });
+}
+
+std::vector<std::string> fusec::introducedSymbols(const Binding &binding) {
+  std::vector<std::string> introduced;
+  if (!binding.getType().isTensor())
+    return introduced;
+  for (const Dim &dim : binding.getType().getShape()) {
+    if (!dim.isSymbolic() || llvm::is_contained(introduced, dim.symbol))
+      continue;
+    bool fromOperand = llvm::any_of(binding.operands, [&](const Operand &operand) {
+      return !operand.isLiteral() && hasSymbol(operand.value->type, dim.symbol);
+    });
+    if (!fromOperand)
+      introduced.push_back(dim.symbol);
+  }
+  return introduced;
+}
+
+std::vector<Value *> fusec::dimCarriers(const Function &function,
+                                              const Binding &binding) {
+  std::vector<Value *> carriers;
+  for (const std::string &symbol : introducedSymbols(binding)) {
+    if (llvm::any_of(carriers,
+                     [&](const Value *carrier) { return hasSymbol(carrier->type, symbol); }))
+      continue;
+    for (const auto &param : function.params)
+      if (param->type.isTensor() && hasSymbol(param->type, symbol)) {
+        carriers.push_back(param.get());
+        break;
+      }
+  }
+  return carriers;
 }

@@ -20,13 +20,13 @@ failures = 0
 
 
 def run_model(name, nodes, x, inits, expected, opset=13, levels=([], ["-O2"]), external=False,
-              suffix=""):
-    """Builds the graph `nodes` (input x, output y), imports it at each level,
-    runs it on x and compares y with `expected`; `suffix` is printed after
-    the result (`ok`, or `FAIL ...`)."""
+              suffix="", x_dims=None):
+    """Builds the graph `nodes` (input x, declared with `x_dims` or x's shape,
+    output y), imports it at each level, runs it on x and compares y with
+    `expected`; `suffix` is printed after the result (`ok`, or `FAIL ...`)."""
     global failures
     graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(
-        "x", TensorProto.FLOAT, list(x.shape))], [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, x_dims or list(x.shape))], [helper.make_tensor_value_info(
             "y", TensorProto.FLOAT, None)], initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     path = os.path.join(work, name + ".onnx")
@@ -361,6 +361,41 @@ recurrent_case("lstm_bidirectional_clip_peepholes", "LSTM", 4, "bidirectional",
                {"clip": 0.7}, peep=True, clip=0.7)
 recurrent_case("lstm_input_forget_y_h", "LSTM", 4, "forward", {"input_forget": 1}, h0=True,
                y_h_only=True, input_forget=1)
+# A dynamic batch: Expand and ConstantOfShape to a shape computed from the
+# input's (Shape -> Gather -> Concat), as PyTorch exports an LSTM's zero
+# state or a mask: the result has the symbolic dim its operand lacks.
+batch_x = rng.standard_normal((3, 4)).astype(np.float32)
+row = rng.standard_normal((1, 4)).astype(np.float32)
+batch_shape = [helper.make_node("Shape", ["x"], ["s"]),
+               helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+               helper.make_node("Concat", ["b", "four"], ["bs"], axis=0)]
+batch_inits = [numpy_helper.from_array(np.array([0], np.int64), "zero"),
+               numpy_helper.from_array(np.array([4], np.int64), "four"),
+               numpy_helper.from_array(row, "row")]
+run_model("expand_dynamic_batch", batch_shape + [
+    helper.make_node("Expand", ["row", "bs"], ["y"])], batch_x, batch_inits,
+    np.broadcast_to(row, (3, 4)), x_dims=["batch", 4])
+run_model("constant_of_shape_dynamic_batch", batch_shape + [
+    helper.make_node("ConstantOfShape", ["bs"], ["c"],
+                     value=numpy_helper.from_array(np.array([2.5], np.float32))),
+    helper.make_node("Sub", ["c", "x"], ["y"])], batch_x, batch_inits[:2], 2.5 - batch_x,
+    x_dims=["batch", 4])
+# PyTorch's export of x.expand(b, 4): the target shape goes through
+# Reshape([-1]), Shape, ConstantOfShape, Mul(-1), Equal and Where (a -1
+# keeps the dim): all fold, the symbolic batch included.
+int64_one = numpy_helper.from_array(np.array([1], np.int64))
+run_model("expand_torch_dynamic_batch", batch_shape + [
+    helper.make_node("Reshape", ["bs", "minus_one"], ["flat"]),
+    helper.make_node("Shape", ["flat"], ["flat_shape"]),
+    helper.make_node("ConstantOfShape", ["flat_shape"], ["ones"], value=int64_one),
+    helper.make_node("Mul", ["ones", "minus_one"], ["negated"]),
+    helper.make_node("Equal", ["flat", "negated"], ["keep"]),
+    helper.make_node("Where", ["keep", "ones", "flat"], ["target"]),
+    helper.make_node("Expand", ["row", "target"], ["y"])], batch_x,
+    batch_inits + [numpy_helper.from_array(np.array([-1], np.int64), "minus_one")],
+    np.broadcast_to(row, (3, 4)), x_dims=["batch", 4],
+    suffix=lambda fir: " (shape folded)" if not any(
+        op in open(fir).read() for op in ("equal", "where", "multiply")) else " (not folded)")
 # Integer constants keep their dtype through folding: i8 wraps (127 + 1 is
 # -128) and i32 stays i32; only int64 values fold as shape arithmetic.
 for dtype, onnx_type, fir_type, a, b in ((np.int8, TensorProto.INT8, "i8", 127, 1),

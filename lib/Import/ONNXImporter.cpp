@@ -480,6 +480,8 @@ static const std::vector<OpConverter> &converterTable() {
     registerSpatialOps(all);
     registerRecurrentOps(all);
     registerTensorOps(all);
+    registerScanOps(all);
+    registerEinsumOps(all);
     registerFillOps(all);
     registerResizeOps(all);
     return all;

@@ -159,6 +159,8 @@ void registerWindowOps(std::vector<OpConverter> &table);
 void registerSpatialOps(std::vector<OpConverter> &table);
 void registerRecurrentOps(std::vector<OpConverter> &table);
 void registerTensorOps(std::vector<OpConverter> &table);
+void registerScanOps(std::vector<OpConverter> &table);
+void registerEinsumOps(std::vector<OpConverter> &table);
 
 class Importer {
 public:

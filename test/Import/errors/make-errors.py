@@ -215,6 +215,15 @@ def main():
         [vi("x", [1, 1, 1, 1])], [vi("y", None)], [const("sizes", np.int64([1, 1, 1, 2 ** 40]))],
         check=False))
 
+    # Composed operators' limits: an Einsum output label in no input term,
+    # a CumSum over a symbolic axis (its index constants need the size).
+    save("einsum_unknown_label", model(
+        [helper.make_node("Einsum", ["x", "w"], ["y"], name="einsum", equation="ij,jk->il")],
+        [vi("x", [2, 3]), vi("w", [3, 4])], [vi("y", None)], check=False))
+    save("cumsum_symbolic_axis", model(
+        [helper.make_node("CumSum", ["x", "axis"], ["y"], name="cumsum")],
+        [vi("x", [2, "n"])], [vi("y", None)], [const("axis", np.int64(1))], check=False))
+
     # Two dim names that sanitize alike stay two dims (a-b, a_b).
     save("dim_names_alike", model(
         [helper.make_node("Add", ["x", "y"], ["z"], name="add")],

@@ -396,6 +396,53 @@ run_model("expand_torch_dynamic_batch", batch_shape + [
     np.broadcast_to(row, (3, 4)), x_dims=["batch", 4],
     suffix=lambda fir: " (shape folded)" if not any(
         op in open(fir).read() for op in ("equal", "where", "multiply")) else " (not folded)")
+# Einsum as products and sums (np.einsum): batched matmul, an inner
+# product and a trace in implicit mode, a transpose, a total, a batch
+# diagonal, attention scores, and an ellipsis broadcast against a matrix.
+for name, equation, x_shape, w_shape in (
+        ("einsum_batch_matmul", "bij,bjk->bik", (2, 3, 4), (2, 4, 5)),
+        ("einsum_inner_implicit", "i,i", (5,), (5,)),
+        ("einsum_matmul_implicit", "ij,jk", (3, 4), (4, 2)),
+        ("einsum_trace_implicit", "ii", (3, 3), None),
+        ("einsum_transpose", "ij->ji", (3, 4), None),
+        ("einsum_sum", "ij->", (3, 4), None),
+        ("einsum_batch_diagonal", "...ii->...i", (2, 3, 3), None),
+        ("einsum_attention", "bhid,bhjd->bhij", (1, 2, 3, 4), (1, 2, 5, 4)),
+        ("einsum_ellipsis_broadcast", "...ij,jk->...ik", (2, 3, 4), (4, 5))):
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    inputs, inits, operands = ["x"], [], [x]
+    if w_shape:
+        w = rng.standard_normal(w_shape).astype(np.float32)
+        inputs.append("w")
+        inits.append(numpy_helper.from_array(w, "w"))
+        operands.append(w)
+    run_model(name, [helper.make_node("Einsum", inputs, ["y"], equation=equation)], x, inits,
+              np.einsum(equation, *operands).astype(np.float32), opset=12)
+# CumSum (np.cumsum), exclusive and reversed, with an infinity that must
+# reach only the sums that include it; ArgMax/ArgMin (np.argmax/np.argmin)
+# with a tie and a NaN (the first NaN wins, as in NumPy).
+scan = rng.standard_normal((3, 5)).astype(np.float32)
+scan[1, 2] = np.inf
+for name, axis, exclusive, reverse in (("cumsum_axis1", 1, 0, 0), ("cumsum_exclusive", 1, 1, 0),
+                                       ("cumsum_reverse", -1, 0, 1),
+                                       ("cumsum_reverse_exclusive", 1, 1, 1),
+                                       ("cumsum_axis0", 0, 0, 0)):
+    flipped = np.flip(scan, axis) if reverse else scan
+    expected = np.cumsum(flipped, axis)
+    if exclusive:
+        expected = np.concatenate([np.zeros_like(np.take(expected, [0], axis)),
+                                   np.delete(expected, -1, axis)], axis)
+    expected = np.flip(expected, axis) if reverse else expected
+    run_model(name, [helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=exclusive,
+                                      reverse=reverse)], scan,
+              [numpy_helper.from_array(np.array(axis, np.int64), "axis")],
+              expected.astype(np.float32))
+ties = np.array([[1, 3, 3, 0], [np.nan, 2, np.nan, 5], [-1, -1, -2, -2]], np.float32)
+for op, reference in (("ArgMax", np.argmax), ("ArgMin", np.argmin)):
+    run_model(op.lower() + "_ties_nan", [
+        helper.make_node(op, ["x"], ["i"], axis=1, keepdims=0),
+        helper.make_node("Cast", ["i"], ["y"], to=TensorProto.FLOAT)], ties, [],
+        reference(ties, axis=1).astype(np.float32))
 # Integer constants keep their dtype through folding: i8 wraps (127 + 1 is
 # -128) and i32 stays i32; only int64 values fold as shape arithmetic.
 for dtype, onnx_type, fir_type, a, b in ((np.int8, TensorProto.INT8, "i8", 127, 1),

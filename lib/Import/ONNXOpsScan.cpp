@@ -1,0 +1,137 @@
+//===- ONNXOpsScan.cpp - Operators that search or accumulate along an axis -===//
+//
+// FIR has no arg-reduction or scan op; these compose from ops it has, each a
+// reduction over an elementwise body that fusion makes one kernel:
+//   ArgMax / ArgMin  m = max|min(x) over the axis (kept);
+//                    hit = x == m, or x is NaN (NumPy and ONNX Runtime
+//                    return the first NaN);
+//                    min(where(hit, index, n)) over the axis, the first
+//                    index; max(where(hit, index, -1)) with
+//                    select_last_index, the last. `index` is a constant
+//                    0..n-1 along the axis (i64, as ONNX's result).
+//   CumSum           y[.., i, ..] = sum over j of where(j <= i, x[.., j, ..], 0)
+//                    (j < i when exclusive; j >= i, j > i when reverse):
+//                    x is expanded with an axis for i, the mask compares two
+//                    constant index vectors, and the sum drops the j axis.
+//                    A select, not a product with a 0/1 mask, so that an
+//                    infinity in x stays out of the other sums.
+// Both need the axis's size to be static (the index constants have it).
+//
+//===----------------------------------------------------------------------===//
+#include "ONNXImporter.h"
+
+using namespace fusec;
+using namespace fusec::onnximport;
+
+/// Index constants are at most this long (a 2^24-element i64 is 128 MiB).
+static constexpr int64_t kMaxScanExtent = int64_t(1) << 24;
+
+/// The axis `axis` of `x` (negative counts from the end), with a static,
+/// non-empty extent of at most kMaxScanExtent; nullopt after an error.
+static std::optional<std::pair<int64_t, int64_t>> scanAxis(NodeContext &c, Value *x,
+                                                           int64_t axis) {
+  int64_t rank = x->type.getRank();
+  if (rank == 0)
+    return c.fail("the input must have rank >= 1, not " + x->type.str()), std::nullopt;
+  if (axis < -rank || axis >= rank)
+    return c.fail("axis " + std::to_string(axis) + " is out of range for rank " +
+                  std::to_string(rank)),
+           std::nullopt;
+  if (axis < 0)
+    axis += rank;
+  const Dim &extent = x->type.getShape()[axis];
+  if (extent.isSymbolic())
+    return c.fail("the axis must have a static size, not '" + extent.symbol + "'"),
+           std::nullopt;
+  if (extent.size == 0 || extent.size > kMaxScanExtent)
+    return c.fail("the axis has " + std::to_string(extent.size) +
+                  " elements; 1 to 2^24 are supported"),
+           std::nullopt;
+  return std::make_pair(axis, extent.size);
+}
+
+/// 0, 1, ..., n-1 as an i64 constant of shape [n, 1, ..., 1] with `trailing`
+/// unit dims, so that it broadcasts along one axis.
+static Value *indexVector(NodeContext &c, int64_t n, int64_t trailing, llvm::StringRef hint) {
+  std::vector<int64_t> shape{n};
+  shape.resize(1 + trailing, 1);
+  TensorData data(DType::i64, shape);
+  for (int64_t k = 0; k < n; ++k)
+    data.setInt(k, k);
+  return c.emitConstant(std::move(data), hint);
+}
+
+template <bool IsMax>
+static bool convertArgExtreme(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  bool keepdims = c.attrInt("keepdims", 1) != 0;
+  bool last = c.attrInt("select_last_index", 0) != 0;
+  std::optional<std::pair<int64_t, int64_t>> axis = scanAxis(c, x, c.attrInt("axis", 0));
+  if (!axis)
+    return false;
+  auto [a, n] = *axis;
+  std::string name = c.node.output(0);
+  Attrs kept;
+  kept.set("axis", makeIntList({a}));
+  kept.set("keepdims", Attr::makeBool(true));
+  Value *best = c.emit(IsMax ? "max" : "min", {Operand::of(x)}, kept, name + "_best");
+  Value *hit = c.emit("equal", {Operand::of(x), Operand::of(best)}, {}, name + "_hit");
+  if (isFloatDType(x->type.getDType())) {
+    Value *nan = c.emit("not_equal", {Operand::of(x), Operand::of(x)}, {}, name + "_nan");
+    hit = c.emit("logical_or", {Operand::of(hit), Operand::of(nan)}, {}, name + "_found");
+  }
+  Value *index = indexVector(c, n, x->type.getRank() - a - 1, name + "_index");
+  Value *candidates =
+      c.emit("where", {Operand::of(hit), Operand::of(index),
+                       NodeContext::literal(last ? -1.0 : double(n), DType::i64)},
+             {}, name + "_candidates");
+  Attrs result;
+  result.set("axis", makeIntList({a}));
+  result.set("keepdims", Attr::makeBool(keepdims));
+  c.define(0, c.emit(last ? "max" : "min", {Operand::of(candidates)}, result, name));
+  return true;
+}
+
+static bool convertCumSum(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  std::optional<std::vector<int64_t>> axisValue = c.ints(1, "axis");
+  if (!axisValue)
+    return false;
+  if (axisValue->size() != 1)
+    return c.fail("axis (input 1) must hold one value");
+  bool exclusive = c.attrInt("exclusive", 0) != 0, reverse = c.attrInt("reverse", 0) != 0;
+  std::optional<std::pair<int64_t, int64_t>> axis = scanAxis(c, x, axisValue->front());
+  if (!axis)
+    return false;
+  auto [a, n] = *axis;
+  int64_t trailing = x->type.getRank() - a - 1;
+  std::string name = c.node.output(0);
+  // x: [.., n(j), ..] -> [.., n(j), 1(i), ..]; the mask is [n(j), n(i), 1...].
+  Attrs expand;
+  expand.set("axis", makeIntList({a + 1}));
+  Value *rows = c.emit("expand_dims", {Operand::of(x)}, expand, name + "_rows");
+  Value *source = indexVector(c, n, trailing + 1, name + "_source");
+  Value *target = indexVector(c, n, trailing, name + "_target");
+  const char *compare = reverse ? (exclusive ? "greater" : "greater_equal")
+                                : (exclusive ? "less" : "less_equal");
+  Value *mask = c.emit(compare, {Operand::of(source), Operand::of(target)}, {}, name + "_mask");
+  Value *terms = c.emit("where", {Operand::of(mask), Operand::of(rows),
+                                  NodeContext::literal(0, x->type.getDType())},
+                        {}, name + "_terms");
+  Attrs sum;
+  sum.set("axis", makeIntList({a}));
+  c.define(0, c.emit("sum", {Operand::of(terms)}, sum, name));
+  return true;
+}
+
+void onnximport::registerScanOps(std::vector<OpConverter> &table) {
+  table.insert(table.end(), {
+      {"ArgMax", convertArgExtreme<true>},
+      {"ArgMin", convertArgExtreme<false>},
+      {"CumSum", convertCumSum},
+  });
+}

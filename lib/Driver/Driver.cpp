@@ -333,10 +333,10 @@ static int processModule(Module &moduleRef, DiagEngine &diag, const PassManager 
       diag.error(llvm::SMLoc(), "--check-each: the module has no entry function to run");
       return ExitInputError;
     }
-    inputs = makeRandomInputs(*entry, /*seed=*/0, {});
-    Interpreter interpreter(*module);
     std::string error;
-    if (!interpreter.run(entry->name, inputs, reference, error)) {
+    inputs = makeRandomInputs(*entry, /*seed=*/0, {}, error);
+    Interpreter interpreter(*module);
+    if (!error.empty() || !interpreter.run(entry->name, inputs, reference, error)) {
       diag.error(llvm::SMLoc(), "--check-each: cannot run @" + entry->name +
                                     " before the first pass: " + error);
       return ExitInputError;

@@ -89,6 +89,8 @@ struct VarRef final : Node {
 inline int64_t floorDiv(int64_t a, int64_t b) {
   if (b == 0)
     throw ExecError{"division by zero in an index expression"};
+  if (b == -1 && a == INT64_MIN)
+    throw ExecError{"overflow in an index expression: -2^63 divided by -1"};
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
@@ -143,9 +145,10 @@ struct IndexOp final : Node {
       return x != 0 || b->eval(vars) != 0;
     int64_t y = wrapToInt64(b->eval(vars));
     switch (kind) {
-    case KExpr::Add: return double(x + y);
-    case KExpr::Sub: return double(x - y);
-    case KExpr::Mul: return double(x * y);
+    // Wrapping, as the int64 of the generated code.
+    case KExpr::Add: return double(int64_t(uint64_t(x) + uint64_t(y)));
+    case KExpr::Sub: return double(int64_t(uint64_t(x) - uint64_t(y)));
+    case KExpr::Mul: return double(int64_t(uint64_t(x) * uint64_t(y)));
     case KExpr::FloorDiv: return double(floorDiv(x, y));
     case KExpr::Mod: return double(x - floorDiv(x, y) * y);
     case KExpr::Min: return double(std::min(x, y));

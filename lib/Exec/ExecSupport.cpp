@@ -15,6 +15,8 @@
 #include <functional>
 #include <set>
 
+#include <unistd.h>
+
 using namespace fusec;
 
 std::string Counters::toJSON() const {
@@ -61,18 +63,44 @@ std::vector<std::pair<std::string, Type>> fusec::flatInputs(const Function &func
   return flat;
 }
 
+std::string fusec::allocationProblem(int64_t elements, const std::string &what) {
+  static const int64_t physicalBytes = [] {
+    long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && pageSize > 0 ? int64_t(pages) * pageSize : int64_t(1) << 34;
+  }();
+  constexpr int64_t bytesPerElement = sizeof(double);
+  if (elements <= physicalBytes / bytesPerElement)
+    return "";
+  auto gib = [](double bytes) {
+    char text[32];
+    snprintf(text, sizeof text, "%.1f", bytes / double(1 << 30));
+    return std::string(text);
+  };
+  return "cannot allocate " + what + ": " + std::to_string(elements) + " elements need " +
+         gib(double(elements) * bytesPerElement) + " GiB in the interpreter, more than this "
+         "machine's " + gib(double(physicalBytes)) + " GiB of memory";
+}
+
 std::vector<TensorData> fusec::makeRandomInputs(
     const Function &function, uint64_t seed,
-    const std::map<std::string, int64_t> &dims) {
+    const std::map<std::string, int64_t> &dims, std::string &error) {
   std::vector<TensorData> inputs;
   std::vector<std::pair<std::string, Type>> flat = flatInputs(function);
   for (size_t k = 0; k < flat.size(); ++k) {
     const Type &type = flat[k].second;
     std::vector<int64_t> shape;
+    int64_t elements = 1;
     for (const Dim &dim : type.getShape()) {
       auto it = dim.isSymbolic() ? dims.find(dim.symbol) : dims.end();
       shape.push_back(dim.isStatic() ? dim.size : it != dims.end() ? it->second : 8);
+      // Sizes are at most 2^40: saturate instead of overflowing.
+      elements = shape.back() && elements > (int64_t(1) << 62) / shape.back()
+                     ? int64_t(1) << 62
+                     : elements * shape.back();
     }
+    error = allocationProblem(elements, "input " + flat[k].first);
+    if (!error.empty())
+      return {};
     TensorData data(type.getDType(), shape);
     for (int64_t i = 0; i < data.getNumElements(); ++i) {
       double u = randomConstantElement(seed + k, i, DType::i32); // in [-128, 128)

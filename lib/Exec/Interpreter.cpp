@@ -121,9 +121,14 @@ struct Interpreter::Impl {
     }
     case ExprKind::Constant: {
       RtValue &cached = constants[&binding];
-      if (!cached.tensor)
+      if (!cached.tensor) {
+        std::vector<int64_t> shape;
+        for (const Dim &dim : binding.getType().getShape())
+          shape.push_back(dim.size); // constants have static types
+        checkAllocation(saturatingProduct(shape), "constant %" + binding.getResult()->name);
         cached.tensor = std::make_shared<TensorData>(
             binding.constant->materialize(binding.getType()));
+      }
       return cached;
     }
     case ExprKind::Call: {

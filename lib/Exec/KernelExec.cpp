@@ -233,9 +233,8 @@ exec::runKernel(const Kernel &kernel,
       buffer->dtype = declared.type.getDType();
       // After `lower`, internal buffers are global scratch memory.
       buffer->global = declared.role == KBuffer::Output || kernel.isLowered();
-      int64_t count = 1;
-      for (int64_t dim : buffer->shape)
-        count *= dim;
+      int64_t count = saturatingProduct(buffer->shape);
+      checkAllocation(count, "%" + declared.name + " of kernel @" + kernel.name);
       buffer->data.assign(count, 0.0);
       compiler.buffers[declared.name] = buffer.get();
       storage.push_back(std::move(buffer));

@@ -13,6 +13,22 @@ struct ExecError {
   std::string message;
 };
 
+/// The product of `dims` (each at most 2^40), saturated at 2^62 instead of
+/// overflowing.
+inline int64_t saturatingProduct(const std::vector<int64_t> &dims) {
+  int64_t product = 1;
+  for (int64_t dim : dims)
+    product = dim && product > (int64_t(1) << 62) / dim ? int64_t(1) << 62 : product * dim;
+  return product;
+}
+
+/// Throws ExecError when `allocationProblem` refuses `elements` values.
+inline void checkAllocation(int64_t elements, const std::string &what) {
+  std::string problem = allocationProblem(elements, what);
+  if (!problem.empty())
+    throw ExecError{problem};
+}
+
 /// Rounds `value` to what `dtype` holds: f32/f16/bf16 to nearest even,
 /// integers wrapped as two's complement, bool to 0/1.
 double roundTo(double value, DType dtype);

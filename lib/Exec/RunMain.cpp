@@ -122,9 +122,12 @@ int fusec::runMain(int argc, char **argv) {
   for (llvm::StringRef entryText : dims) {
     auto [name, value] = entryText.split('=');
     int64_t size;
-    if (value.getAsInteger(10, size) || size < 0)
+    if (name.empty() || value.getAsInteger(10, size) || size < 0)
       return fail(2, "--dims entries look like n=64, not '" + entryText + "'");
-    dimSizes[name.str()] = size;
+    if (size > kMaxDimSize)
+      return fail(2, "--dims " + entryText + ": a dim is at most 2^40");
+    if (!dimSizes.emplace(name.str(), size).second)
+      return fail(2, "--dims gives '" + name + "' twice");
   }
 
   std::string readError;
@@ -142,6 +145,8 @@ int fusec::runMain(int argc, char **argv) {
   auto module = parseModule(sourceMgr, id, diag, directory.empty() ? "." : directory);
   if (!module)
     return 1;
+  if (llvm::StringRef(entry).startswith("@"))
+    entry = entry.substr(1); // `--entry=@main` names it as the IR does
   const Function *function = findEntryFunction(*module, entry);
   if (!function)
     return fail(1, entry.empty() ? "the module has no entry function"
@@ -154,7 +159,10 @@ int fusec::runMain(int argc, char **argv) {
     return fail(2, "@" + function->name + " takes " + std::to_string(flat.size()) +
                        " inputs: give --inputs=a.npy,... or --random-inputs");
   if (randomInputs) {
-    arguments = makeRandomInputs(*function, seed, dimSizes);
+    std::string error;
+    arguments = makeRandomInputs(*function, seed, dimSizes, error);
+    if (!error.empty())
+      return fail(1, error);
   } else {
     if (inputs.size() != flat.size())
       return fail(1, "@" + function->name + " takes " + std::to_string(flat.size()) +

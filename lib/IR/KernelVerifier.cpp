@@ -504,7 +504,8 @@ bool KernelVerifier::checkLowered() {
   for (const auto *list : {&kernel.inputs, &kernel.outputs, &kernel.internals})
     for (const KBuffer &buffer : *list)
       names.insert(buffer.name);
-  for (const LLaunch &launch : kernel.launches)
+  for (const LLaunch &launch : kernel.launches) {
+    int64_t sharedBytes = 0;
     for (const KBuffer &buffer : launch.buffers) {
       if (!names.insert(buffer.name).second)
         return error(buffer.loc, "buffer '%" + buffer.name + "' is declared twice");
@@ -515,7 +516,26 @@ bool KernelVerifier::checkLowered() {
       for (const Dim &dim : buffer.type.getShape())
         if (dim.isSymbolic())
           return error(buffer.loc, "shared and local buffers have static shapes");
+      // Each dim is at most 2^40, so the byte count is checked as it grows.
+      int64_t bytes = dtypeBytes(buffer.type.getDType());
+      int64_t limit = buffer.role == KBuffer::Shared ? kMaxStaticSharedBytes - sharedBytes
+                                                     : kMaxLocalBytesPerThread;
+      for (const Dim &dim : buffer.type.getShape())
+        bytes = bytes > limit ? bytes : bytes * dim.size;
+      if (bytes > limit)
+        return error(buffer.loc,
+                     buffer.role == KBuffer::Shared
+                         ? "shared buffers of a launch hold at most " +
+                               std::to_string(kMaxStaticSharedBytes) +
+                               " bytes (CUDA's static shared memory per block); '%" +
+                               buffer.name + "' goes past it"
+                         : "local buffer '%" + buffer.name + "' is larger than " +
+                               std::to_string(kMaxLocalBytesPerThread) +
+                               " bytes (CUDA's local memory per thread)");
+      if (buffer.role == KBuffer::Shared)
+        sharedBytes += bytes;
     }
+  }
   for (const LLaunch &launch : kernel.launches)
     if (!checkLaunch(launch))
       return false;

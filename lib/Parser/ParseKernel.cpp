@@ -20,6 +20,8 @@
 //===----------------------------------------------------------------------===//
 #include "ParserImpl.h"
 
+#include "llvm/ADT/ScopeExit.h"
+
 using namespace fusec;
 using fusec::detail::Parser;
 
@@ -219,6 +221,11 @@ Parser::MutableExpr Parser::parseKExpr(ExprContext context) {
 
 Parser::MutableExpr Parser::parseKBinary(ExprContext context, int minPrecedence) {
   MutableExpr lhs = parseKUnary(context);
+  // Each link of a left-associative chain (`i0 + 1 + 1 ...`) deepens the
+  // tree by one level: it counts as nesting, so that the passes' recursive
+  // walks cannot overflow the stack.
+  unsigned links = 0;
+  auto leave = llvm::make_scope_exit([&] { nestingDepth -= links; });
   while (lhs) {
     KExpr::Kind op;
     int precedence = binaryPrecedence(token.kind, op);
@@ -234,6 +241,9 @@ Parser::MutableExpr Parser::parseKBinary(ExprContext context, int minPrecedence)
       return error("infix operators work on indices; use a value operation "
                    "such as add(...) or convert with a cast such as f32(...)"),
              nullptr;
+    if (!enterNesting(kMaxExprNestingDepth))
+      return nullptr;
+    ++links;
     MutableExpr rhs;
     if (negativeLiteral) {
       rhs = std::make_shared<KExpr>(*KExpr::intConst(-token.intValue));
@@ -253,7 +263,10 @@ Parser::MutableExpr Parser::parseKBinary(ExprContext context, int minPrecedence)
 Parser::MutableExpr Parser::parseKUnary(ExprContext context) {
   if (token.is(Token::Bang)) {
     consume();
+    if (!enterNesting(kMaxExprNestingDepth))
+      return nullptr;
     MutableExpr operand = parseKUnary(ExprContext::Index);
+    --nestingDepth;
     if (!operand)
       return nullptr;
     return std::const_pointer_cast<KExpr>(KExpr::binary(KExpr::Not, operand, nullptr));

@@ -359,9 +359,11 @@ bool Parser::parseConstraint(DataflowPattern &pattern, PatternConstraint &constr
     consume();
     constraint.kind = PatternConstraint::Not;
     constraint.negated.emplace_back();
-    if (!expect(Token::LParen, "'(' after 'not'") ||
-        !parseConstraint(pattern, constraint.negated.back()) ||
-        !expect(Token::RParen, "')' to close 'not'"))
+    if (!expect(Token::LParen, "'(' after 'not'") || !enterNesting())
+      return false;
+    bool ok = parseConstraint(pattern, constraint.negated.back());
+    --nestingDepth;
+    if (!ok || !expect(Token::RParen, "')' to close 'not'"))
       return false;
     return finish();
   }

@@ -122,7 +122,7 @@ class KernelLowering;
 /// the statements that move them (LowerTileOperands.cpp).
 class TileOperands {
 public:
-  static constexpr int64_t kSharedLimit = 48 * 1024; // static shared memory per block
+  static constexpr int64_t kSharedLimit = kMaxStaticSharedBytes;
 
   TileOperands(KernelLowering &lowering, const Contraction &contraction, const KStage &core,
                const StageMapping &mapping, int64_t threads);

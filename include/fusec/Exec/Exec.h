@@ -73,8 +73,16 @@ std::vector<std::pair<std::string, Type>> flatInputs(const Function &function);
 /// Deterministic inputs for `function` (flattened as flatInputs): input k
 /// is `random<seed = seed + k>` (spec §9) for floats, `u mod 5 - 2` for
 /// integers, `u mod 2` for bool; a symbolic dim takes `dims[name]`, else 8.
+/// Sets `error` (and returns nothing) when an input is larger than
+/// `allocationProblem` allows.
 std::vector<TensorData> makeRandomInputs(const Function &function, uint64_t seed,
-                                         const std::map<std::string, int64_t> &dims);
+                                         const std::map<std::string, int64_t> &dims,
+                                         std::string &error);
+
+/// "" when the interpreter can hold `elements` values of `what` (as doubles,
+/// within this machine's physical memory), else a message saying why not:
+/// an allocation that large would abort the process.
+std::string allocationProblem(int64_t elements, const std::string &what);
 
 /// Writes NumPy `.npy` (v1.0, C order; bf16 as float32). Returns "" or an
 /// error message.

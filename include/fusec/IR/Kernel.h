@@ -83,6 +83,11 @@ struct KernelOpInfo {
 };
 const KernelOpInfo *lookupKernelOp(llvm::StringRef name);
 
+/// CUDA's limits on the memory a launch declares: static `__shared__`
+/// arrays per block, and local arrays per thread.
+constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
+constexpr int64_t kMaxLocalBytesPerThread = 512 * 1024;
+
 struct KBuffer {
   /// Input/Output/Internal are the kernel's tensors (after `lower`, an
   /// internal buffer is global scratch memory the launcher allocates);

@@ -142,6 +142,23 @@ static std::string decideEmitKind() {
   return "";
 }
 
+/// The shipped target description the cost model uses for `arch`: its
+/// own, else the newest one at or below it (sm_87 uses sm_86's, sm_100
+/// sm_90's; an older one than sm_75 uses sm_75's), said in a warning.
+static std::string targetForArch(const std::string &arch) {
+  static const int shipped[] = {75, 80, 86, 89, 90};
+  int number = std::atoi(arch.c_str() + 3), chosen = shipped[0];
+  for (int candidate : shipped)
+    if (candidate <= number)
+      chosen = candidate;
+  std::string target = "sm_" + std::to_string(chosen);
+  if (target != arch)
+    llvm::WithColor::warning(llvm::errs(), "fusec")
+        << "--arch=" << arch << ": no target description ships for it; the cost model "
+        << "uses " << target << "'s (--target=FILE gives one)\n";
+  return target;
+}
+
 /// The pipeline text to run, and a name for it in messages.
 static bool decidePipeline(const std::string &emit, std::string &text,
                            std::string &description) {
@@ -175,7 +192,7 @@ static bool decidePipeline(const std::string &emit, std::string &text,
   if (!level.empty()) {
     text = getNamedPipeline(level, costModel,
                             targetDesc.getNumOccurrences() ? std::string(targetDesc)
-                                                           : std::string(arch),
+                                                           : targetForArch(arch),
                             cuda::hasTensorCoreMma(arch));
     description = "-" + level;
   }

@@ -81,7 +81,9 @@ static void printTensor(llvm::raw_ostream &os, const std::string &name,
   os << name << ": " << Type::tensor(data.getDType(), shape).str() << " = [";
   int64_t shown = std::min<int64_t>(data.getNumElements(), 64);
   for (int64_t i = 0; i < shown; ++i)
-    os << (i ? ", " : "") << formatScalar(data.get(i), data.getDType());
+    os << (i ? ", " : "")
+       << (data.getDType() == DType::i64 ? std::to_string(data.getInt(i)) // beyond 2^53
+                                         : formatScalar(data.get(i), data.getDType()));
   if (shown < data.getNumElements())
     os << ", ... (" << data.getNumElements() << " elements)";
   os << "]\n";

@@ -173,7 +173,15 @@ public:
             return error(entry.loc, "inner must be in [0, " + std::to_string(rank) + "]");
           if (stage.isReduction() && mapping.inner != 0)
             return error(entry.loc, "a reduction's rows mapping has inner = 0");
-          if (stage.isReduction() && mapping.threads % 32 != 0)
+          // A reduction computed at this stage's block is a block reduction
+          // too, with the threads of this mapping.
+          bool blockReduction = stage.isReduction();
+          for (size_t j = 0; j < schedule.stages.size(); ++j)
+            blockReduction |= schedule.stages[j].placement == StageSchedule::ComputeAt &&
+                              schedule.stages[j].level == StageSchedule::Block &&
+                              schedule.stages[j].consumer == stage.buffer &&
+                              kernel.stages[j].isReduction();
+          if (blockReduction && mapping.threads % 32 != 0)
             return error(entry.loc, "a block reduction needs whole warps (threads a "
                                     "multiple of 32)");
         }

@@ -303,6 +303,9 @@ static std::string sanitize(llvm::StringRef name, bool dimName) {
   bool allDigits = llvm::all_of(text, llvm::isDigit);
   if (!llvm::isAlpha(text[0]) && (dimName || !allDigits))
     text = "v" + text;
+  // A dim may not be named like a dtype: `f32[f32]` would not parse.
+  if (dimName && parseDType(text))
+    text += "_dim";
   return text;
 }
 

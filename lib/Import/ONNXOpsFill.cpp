@@ -102,6 +102,13 @@ static bool convertConstantOfShape(NodeContext &c) {
 
 static bool convertRange(NodeContext &c) {
   const TensorData *start = c.constant(0), *limit = c.constant(1), *delta = c.constant(2);
+  for (size_t i = 0; i < 3; ++i)
+    if (std::optional<ShapeValue> value = c.shapeValue(i))
+      if (const Dim *dim = value->firstSymbolic())
+        return c.fail(std::string(i == 0 ? "start" : i == 1 ? "limit" : "delta") +
+                      " (input " + std::to_string(i) + ") is the symbolic dim '" + dim->symbol +
+                      "'; a range's length must be static (--dim " + dim->symbol +
+                      "=SIZE fixes its size)");
   if (!start || !limit || !delta || start->getNumElements() != 1 ||
       limit->getNumElements() != 1 || delta->getNumElements() != 1)
     return c.fail("start, limit and delta must be one-element constants");
@@ -329,8 +336,11 @@ static bool convertTrilu(NodeContext &c) {
   if (rank < 2)
     return c.fail("the input must have rank 2 or more, not " + std::to_string(rank));
   const Dim &rows = x->type.getShape()[size_t(rank - 2)], &cols = x->type.getShape()[size_t(rank - 1)];
-  if (rows.isSymbolic() || cols.isSymbolic())
-    return c.fail("the last two dims must be static");
+  if (rows.isSymbolic() || cols.isSymbolic()) {
+    const std::string &symbol = rows.isSymbolic() ? rows.symbol : cols.symbol;
+    return c.fail("the last two dims must be static, not " + x->type.str() + " (--dim " +
+                  symbol + "=SIZE fixes '" + symbol + "')");
+  }
   constexpr int64_t kMaxMaskElements = int64_t(1) << 26;
   if (rows.size && cols.size > kMaxMaskElements / rows.size)
     return c.fail("a mask of " + rows.str() + "x" + cols.str() +

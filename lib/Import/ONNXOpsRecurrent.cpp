@@ -296,7 +296,8 @@ static bool convertRecurrent(NodeContext &c) {
           rPre = u.add(rPre, hg[1], s + "r_pre");
         }
         Value *z = u.activate(act[0], zPre, s + "z");
-        Value *reset = u.activate(act[0], rPre, s + "r");
+        // From the zero state without linear_before_reset, r only gates zeros.
+        Value *reset = linearBeforeReset || h ? u.activate(act[0], rPre, s + "r") : nullptr;
         Value *hPre = g[2];
         if (linearBeforeReset) {
           Value *hh = h ? u.add(u.op("matmul", {h, resetRecurrent}, s + "hh"), resetBias,

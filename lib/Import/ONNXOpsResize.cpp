@@ -154,7 +154,8 @@ static bool convertResize(NodeContext &c) {
   if (!llvm::is_contained(nearestModes, nearestMode))
     return c.fail("nearest_mode '" + nearestMode + "' is not supported");
 
-  // Step 1: the scales or sizes.
+  // Step 1: the scales or sizes (kSameSize: the input's symbolic dim).
+  constexpr int64_t kSameSize = INT64_MIN;
   int64_t rank = x->type.getRank();
   size_t scalesInput = upsample || c.opset < 11 ? 1 : 2, sizesInput = 3;
   std::vector<float> scales;
@@ -168,8 +169,24 @@ static bool convertResize(NodeContext &c) {
     for (int64_t k = 0; k < given->getNumElements(); ++k)
       scales.push_back(float(given->get(k)));
   } else if (!legacy && c.hasInput(sizesInput)) {
-    if (!(sizes = c.ints(sizesInput, "sizes")))
+    // A symbolic size that is the input's own dim keeps that axis:
+    // F.interpolate(x, size=skip.shape[2:]) on a dynamic batch gives
+    // sizes = [batch, C, H, W].
+    std::optional<ShapeValue> given = c.shapeValue(sizesInput);
+    if (given && given->firstSymbolic() && int64_t(given->elements.size()) == rank) {
+      sizes.emplace();
+      for (int64_t d = 0; d < rank; ++d) {
+        const Dim &size = given->elements[d];
+        if (size.isSymbolic() && size != x->type.getShape()[d])
+          return c.fail("sizes entry " + std::to_string(d) + " is the symbolic dim '" +
+                        size.symbol + "', not the input's dim " +
+                        x->type.getShape()[d].str() + " (--dim " + size.symbol +
+                        "=SIZE fixes its size)");
+        sizes->push_back(size.isSymbolic() ? kSameSize : size.size);
+      }
+    } else if (!(sizes = c.ints(sizesInput, "sizes"))) {
       return false;
+    }
   } else {
     return c.fail("scales or sizes must be given as constants");
   }
@@ -179,7 +196,8 @@ static bool convertResize(NodeContext &c) {
   for (int64_t d = 0; d < rank; ++d) {
     const Dim &dim = x->type.getShape()[d];
     ResizeAxis &axis = axes[d];
-    bool unchanged = sizes ? dim.isStatic() && (*sizes)[d] == dim.size : scales[d] == 1.0f;
+    bool unchanged = sizes ? (*sizes)[d] == kSameSize || (dim.isStatic() && (*sizes)[d] == dim.size)
+                           : scales[d] == 1.0f;
     if (unchanged) {
       axis.in = axis.out = dim.isStatic() ? dim.size : -1;
       axis.identity = true;

@@ -32,7 +32,9 @@ using namespace fusec::onnximport;
 static bool staticDims(NodeContext &c, const Type &x, std::initializer_list<int> dims) {
   for (int d : dims)
     if (x.getShape()[size_t(d)].isSymbolic())
-      return c.fail("dim " + std::to_string(d) + " of " + x.str() + " must be static");
+      return c.fail("dim " + std::to_string(d) + " of " + x.str() + " must be static, not '" +
+                    x.getShape()[size_t(d)].symbol + "' (--dim " + x.getShape()[size_t(d)].symbol +
+                    "=SIZE fixes its size)");
   return true;
 }
 

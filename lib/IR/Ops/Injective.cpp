@@ -92,8 +92,14 @@ static std::optional<Type> inferReshape(InferContext &ctx) {
     shape[inferredIndex] = Dim::of(quotient);
   else if (remaining.size() == 1 && quotient == 1)
     shape[inferredIndex] = Dim::named(*remaining.begin());
-  else
-    return ctx.error(what + "the -1 would be a product of symbolic dims");
+  else {
+    // Name the product: `batch * 4`, `n * m`.
+    std::string product = quotient == 1 ? "" : std::to_string(quotient);
+    for (const std::string &symbol : remaining)
+      product += (product.empty() ? "" : " * ") + symbol;
+    return ctx.error(what + "the -1 would be " + product +
+                     ", and a dim is a size or one name, not a product");
+  }
   return Type::tensor(input.getDType(), shape);
 }
 

@@ -224,6 +224,25 @@ def main():
         [helper.make_node("CumSum", ["x", "axis"], ["y"], name="cumsum")],
         [vi("x", [2, "n"])], [vi("y", None)], [const("axis", np.int64(1))], check=False))
 
+    # torch.arange(x.size(1)) on a dynamic seq: a range of symbolic length.
+    save("range_symbolic", model(
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+         helper.make_node("Range", ["zero", "n", "step"], ["y"], name="range")],
+        [vi("x", [2, "seq"])], [vi("y", None)],
+        [const("one", np.int64(1)), const("zero", np.int64(0)), const("step", np.int64(1))],
+        check=False))
+
+    # torch.tril on a dynamic seq: the mask needs static sizes.
+    save("trilu_symbolic", model(
+        [helper.make_node("Trilu", ["x"], ["y"], name="tril", upper=0)],
+        [vi("x", ["seq", "seq"])], [vi("y", None)], check=False))
+
+    # A dim named like a dtype (FIR would read f32[f32] as a bad dim name).
+    save("dim_named_like_dtype", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [vi("x", ["f32", 4])], [vi("y", ["f32", 4])]))
+
     # Two dim names that sanitize alike stay two dims (a-b, a_b).
     save("dim_names_alike", model(
         [helper.make_node("Add", ["x", "y"], ["z"], name="add")],

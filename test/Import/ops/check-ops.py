@@ -357,6 +357,14 @@ recurrent_case("rnn_relu_reverse", "RNN", 1, "reverse", {"activations": ["Relu"]
 recurrent_case("gru_bidirectional_lbr", "GRU", 3, "bidirectional", {"linear_before_reset": 1},
                lbr=1)
 recurrent_case("gru_initial_state", "GRU", 3, "forward", {}, h0=True)
+# From the zero state, a GRU's first reset gate multiplies zeros: it is not
+# emitted (it used to be, dead, and fuse-ops warned about it at -O2).
+recurrent_case("gru_zero_state_bidirectional", "GRU", 3, "bidirectional", {})
+quiet = subprocess.run([os.path.join(bin_dir, "fusec"),
+                        os.path.join(work, "gru_zero_state_bidirectional.onnx"), "-O2", "-o",
+                        os.devnull], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True).stdout
+print("gru_zero_state_bidirectional -O2 messages: %s" % (quiet.strip() or "none"))
 recurrent_case("lstm_bidirectional_clip_peepholes", "LSTM", 4, "bidirectional",
                {"clip": 0.7}, peep=True, clip=0.7)
 recurrent_case("lstm_input_forget_y_h", "LSTM", 4, "forward", {"input_forget": 1}, h0=True,
@@ -396,6 +404,18 @@ run_model("expand_torch_dynamic_batch", batch_shape + [
     np.broadcast_to(row, (3, 4)), x_dims=["batch", 4],
     suffix=lambda fir: " (shape folded)" if not any(
         op in open(fir).read() for op in ("equal", "where", "multiply")) else " (not folded)")
+# F.interpolate(x, size=skip.shape[2:]) on a dynamic batch: Resize's sizes
+# are [batch, C, 16, 16], the batch the input's own symbolic dim (kept).
+image = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+run_model("resize_sizes_dynamic_batch", [
+    helper.make_node("Shape", ["x"], ["s"]),
+    helper.make_node("Slice", ["s", "zero", "two"], ["bc"]),
+    helper.make_node("Concat", ["bc", "hw"], ["sizes"], axis=0),
+    helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="nearest")], image,
+    [numpy_helper.from_array(np.array([0], np.int64), "zero"),
+     numpy_helper.from_array(np.array([2], np.int64), "two"),
+     numpy_helper.from_array(np.array([16, 16], np.int64), "hw")],
+    image.repeat(2, axis=2).repeat(2, axis=3), x_dims=["batch", 3, 8, 8])
 # Einsum as products and sums (np.einsum): batched matmul, an inner
 # product and a trace in implicit mode, a transpose, a total, a batch
 # diagonal, attention scores, and an ellipsis broadcast against a matrix.

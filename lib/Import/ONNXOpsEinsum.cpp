@@ -16,7 +16,9 @@
 //   5. Multiply them (broadcasting) and sum over the summed labels. f16 and
 //      bf16 inputs are computed in f32 and rounded once, as matmul does.
 // Fusion makes step 5 one reduction kernel over an elementwise body; no
-// intermediate of the product's size reaches memory.
+// intermediate of the product's size reaches memory. Two inputs that share
+// a summed label (a contraction: batched matmul, attention scores) are one
+// `matmul` instead (contractAsMatmul), so that f16 reaches tensor cores.
 //
 //===----------------------------------------------------------------------===//
 #include "ONNXImporter.h"
@@ -75,6 +77,129 @@ static Term expandEllipsis(const Term &term, int64_t count, int64_t ellipsisRank
       result.push_back(kFirstEllipsis + int(k));
   }
   return result;
+}
+
+/// `x` with its axes permuted by `perm` (itself for the identity).
+static Value *permuted(NodeContext &c, Value *x, const std::vector<int64_t> &perm,
+                       const std::string &hint) {
+  bool identity = true;
+  for (size_t d = 0; d < perm.size(); ++d)
+    identity &= perm[d] == int64_t(d);
+  if (!x || identity)
+    return x;
+  return c.emit("permute_dims", {Operand::of(x)}, attrsOf("axes", makeIntList(perm)), hint);
+}
+
+/// `x` reshaped to `dims` (itself when it has that shape already).
+static Value *reshaped(NodeContext &c, Value *x, const std::vector<Dim> &dims,
+                       const std::string &hint) {
+  if (!x || x->type.getShape() == Shape(dims.begin(), dims.end()))
+    return x;
+  return c.emit("reshape", {Operand::of(x)}, attrsOf("shape", makeShapeList(dims)), hint);
+}
+
+/// Two inputs whose shared labels are summed (a contraction) as one matmul,
+/// so that f16/bf16 reach the tensor-core schedules:
+///   batch labels (both inputs, output), m (first input, output), n
+///   (second input, output), k (both inputs, summed). A label of one input
+///   that the output lacks is summed first. Each input is permuted to
+///   [batch, m, k] / [batch, k, n], m, n and k merged into one dim each
+///   (their sizes must be static when there are several), and the result
+///   [batch, M, N] split and permuted to the output's order.
+/// Sets `applies` to false when there is nothing to contract (no k) or a
+/// merged group has a symbolic size; the caller then multiplies and sums.
+static Value *contractAsMatmul(NodeContext &c, Value *a, Term ta, Value *b, Term tb,
+                               const Term &output, const std::string &name, bool &applies) {
+  auto in = [](const Term &t, int label) { return llvm::is_contained(t, label); };
+  Term batch, m, n, k;
+  for (int label : output) {
+    if (in(ta, label) && in(tb, label))
+      batch.push_back(label);
+    else if (in(ta, label))
+      m.push_back(label);
+    else
+      n.push_back(label);
+  }
+  for (int label : ta)
+    if (in(tb, label) && !in(output, label))
+      k.push_back(label);
+  auto dimOf = [](Value *x, const Term &t, int label) {
+    return x->type.getShape()[size_t(std::find(t.begin(), t.end(), label) - t.begin())];
+  };
+  // The size of a merged group, or nullopt when one of several is symbolic.
+  auto merged = [&](Value *x, const Term &t, const Term &group) -> std::optional<Dim> {
+    if (group.size() == 1)
+      return dimOf(x, t, group.front());
+    int64_t size = 1;
+    for (int label : group) {
+      const Dim &dim = dimOf(x, t, label);
+      if (dim.isSymbolic())
+        return std::nullopt;
+      size *= dim.size;
+    }
+    return Dim::of(size);
+  };
+  std::optional<Dim> mSize = merged(a, ta, m), nSize = merged(b, tb, n),
+                     kSize = merged(a, ta, k), kSizeB = merged(b, tb, k);
+  applies = !k.empty() && mSize && nSize && kSize && kSizeB && *kSize == *kSizeB;
+  if (!applies)
+    return nullptr;
+  // Labels of one input that the output lacks: summed first.
+  auto sumAlone = [&](Value *x, Term &t, const Term &other, const std::string &hint) {
+    std::vector<int64_t> axes;
+    Term kept;
+    for (size_t d = 0; d < t.size(); ++d)
+      (in(other, t[d]) || in(output, t[d]) ? kept.push_back(t[d])
+                                           : axes.push_back(int64_t(d)));
+    if (axes.empty() || !x)
+      return x;
+    t = kept;
+    return c.emit("sum", {Operand::of(x)}, attrsOf("axis", makeIntList(axes)), hint);
+  };
+  a = sumAlone(a, ta, tb, name + "_lhs_sum");
+  b = sumAlone(b, tb, ta, name + "_rhs_sum");
+  if (!a || !b)
+    return nullptr;
+  auto arrange = [&](Value *x, const Term &t, const Term &first, const Term &second,
+                     const Dim &firstSize, const Dim &secondSize, const std::string &hint) {
+    std::vector<int64_t> perm;
+    std::vector<Dim> dims;
+    for (const Term *group : {static_cast<const Term *>(&batch), &first, &second})
+      for (int label : *group)
+        perm.push_back(int64_t(std::find(t.begin(), t.end(), label) - t.begin()));
+    for (int label : batch)
+      dims.push_back(dimOf(x, t, label));
+    dims.push_back(firstSize);
+    dims.push_back(secondSize);
+    return reshaped(c, permuted(c, x, perm, hint), dims, hint);
+  };
+  Dim one = Dim::of(1);
+  Value *lhs = arrange(a, ta, m, k, m.empty() ? one : *mSize, *kSize, name + "_lhs");
+  Value *rhs = arrange(b, tb, k, n, *kSize, n.empty() ? one : *nSize, name + "_rhs");
+  if (!lhs || !rhs)
+    return nullptr;
+  // [batch, M, N] -> [batch, m..., n...] -> the output's order; the last op
+  // emitted takes the node's output name.
+  std::vector<Dim> dims;
+  Term order = batch;
+  for (int label : batch)
+    dims.push_back(in(ta, label) && dimOf(a, ta, label) != Dim::of(1) ? dimOf(a, ta, label)
+                                                                      : dimOf(b, tb, label));
+  for (int label : m)
+    dims.push_back(dimOf(a, ta, label)), order.push_back(label);
+  for (int label : n)
+    dims.push_back(dimOf(b, tb, label)), order.push_back(label);
+  std::vector<int64_t> perm;
+  bool permutes = false;
+  for (int label : output) {
+    perm.push_back(int64_t(std::find(order.begin(), order.end(), label) - order.begin()));
+    permutes |= perm.back() != int64_t(perm.size()) - 1;
+  }
+  bool splits = m.size() != 1 || n.size() != 1; // M and N are not the dims themselves
+  Value *product = c.emit("matmul", {Operand::of(lhs), Operand::of(rhs)}, {},
+                          splits || permutes ? name + "_matmul" : name);
+  Value *split = reshaped(c, product, dims, permutes ? name + "_split" : name);
+  return permuted(c, split, perm, name);
 }
 
 static bool convertEinsum(NodeContext &c) {
@@ -144,9 +269,6 @@ static bool convertEinsum(NodeContext &c) {
   std::map<int, Dim> sizes;
   for (size_t i = 0; i < inputs.size(); ++i) {
     Value *x = inputs[i];
-    if (widen)
-      x = c.emit("astype", {Operand::of(x)}, attrsOf("dtype", Attr::makeString("f32")),
-                 name + "_in" + std::to_string(i));
     Term &term = parsed[i];
     for (size_t p = 0; p < term.size() && x; ++p)
       for (size_t q = term.size(); q-- > p + 1 && x;) {
@@ -191,12 +313,21 @@ static bool convertEinsum(NodeContext &c) {
     }
     inputs[i] = x;
   }
+  if (inputs.size() == 2) {
+    bool applies = false;
+    Value *result = contractAsMatmul(c, inputs[0], parsed[0], inputs[1], parsed[1], output,
+                                     name, applies);
+    if (applies)
+      return result ? (c.define(0, result), true) : false;
+  }
   // Step 4: one label order, output labels first.
   Term order = output;
   for (const Term &t : parsed)
     for (int label : t)
       if (!llvm::is_contained(order, label))
         order.push_back(label);
+  // The last op emitted takes the node's output name.
+  bool productIsResult = order.size() == output.size() && !widen;
   Value *product = nullptr;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Term &term = parsed[i];
@@ -206,12 +337,11 @@ static bool convertEinsum(NodeContext &c) {
         if (term[d] == label)
           perm.push_back(int64_t(d));
     Value *x = inputs[i];
-    bool identity = true;
-    for (size_t d = 0; d < perm.size(); ++d)
-      identity &= perm[d] == int64_t(d);
-    if (!identity)
-      x = c.emit("permute_dims", {Operand::of(x)}, attrsOf("axes", makeIntList(perm)),
+    if (widen)
+      x = c.emit("astype", {Operand::of(x)}, attrsOf("dtype", Attr::makeString("f32")),
                  name + "_in" + std::to_string(i));
+    x = permuted(c, x, perm,
+                 productIsResult && inputs.size() == 1 ? name : name + "_in" + std::to_string(i));
     std::vector<int64_t> missing;
     for (size_t k = 0; k < order.size(); ++k)
       if (!llvm::is_contained(term, order[k]))
@@ -222,8 +352,9 @@ static bool convertEinsum(NodeContext &c) {
     if (!x)
       return false;
     // Step 5.
+    bool last = i + 1 == inputs.size();
     product = product ? c.emit("multiply", {Operand::of(product), Operand::of(x)}, {},
-                               name + "_product")
+                               productIsResult && last ? name : name + "_product")
                       : x;
     if (!product)
       return false;

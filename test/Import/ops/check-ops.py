@@ -428,7 +428,13 @@ for name, equation, x_shape, w_shape in (
         ("einsum_sum", "ij->", (3, 4), None),
         ("einsum_batch_diagonal", "...ii->...i", (2, 3, 3), None),
         ("einsum_attention", "bhid,bhjd->bhij", (1, 2, 3, 4), (1, 2, 5, 4)),
-        ("einsum_ellipsis_broadcast", "...ij,jk->...ik", (2, 3, 4), (4, 5))):
+        ("einsum_ellipsis_broadcast", "...ij,jk->...ik", (2, 3, 4), (4, 5)),
+        ("einsum_two_summed", "abc,cbd->ad", (2, 3, 4), (4, 3, 5)),
+        ("einsum_frobenius", "ij,ij->", (3, 4), (3, 4)),
+        ("einsum_transposed_rhs", "ik,jk->ij", (3, 4), (5, 4)),
+        ("einsum_outer", "i,j->ij", (3,), (4,)),
+        ("einsum_summed_alone", "ijk,jl->il", (2, 3, 4), (3, 5)),
+        ("einsum_output_permuted", "bij,bjk->kbi", (2, 3, 4), (2, 4, 5))):
     x = rng.standard_normal(x_shape).astype(np.float32)
     inputs, inits, operands = ["x"], [], [x]
     if w_shape:
@@ -436,8 +442,10 @@ for name, equation, x_shape, w_shape in (
         inputs.append("w")
         inits.append(numpy_helper.from_array(w, "w"))
         operands.append(w)
+    # A contraction of two inputs is one matmul (tensor cores for f16).
     run_model(name, [helper.make_node("Einsum", inputs, ["y"], equation=equation)], x, inits,
-              np.einsum(equation, *operands).astype(np.float32), opset=12)
+              np.einsum(equation, *operands).astype(np.float32), opset=12,
+              suffix=lambda fir: " (matmul)" if "matmul(" in open(fir).read() else "")
 # CumSum (np.cumsum), exclusive and reversed, with an infinity that must
 # reach only the sums that include it; ArgMax/ArgMin (np.argmax/np.argmin)
 # with a tie and a NaN (the first NaN wins, as in NumPy).

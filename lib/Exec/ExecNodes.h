@@ -594,10 +594,7 @@ struct Compiler {
 };
 
 inline std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * shape[d];
-  return strides;
+  return rowMajorStrides(shape);
 }
 
 inline int64_t resolveDim(const Dim &dim, const llvm::StringMap<int64_t> &symbols) {

@@ -16,6 +16,13 @@
 
 using namespace fusec;
 
+std::vector<int64_t> fusec::rowMajorStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
 TensorData::TensorData(DType dtype, std::vector<int64_t> shape)
     : dtype(dtype), shape(std::move(shape)) {
   numElements = 1;

@@ -86,7 +86,8 @@ bool onnximport::foldElementwise(NodeContext &c) {
   if (!shape)
     return false;
   bool comparison = op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
-                    op == "GreaterOrEqual" || op == "And" || op == "Or" || op == "Not";
+                    op == "GreaterOrEqual" || op == "And" || op == "Or" || op == "Xor" ||
+                    op == "Not";
   DType resultDType = comparison ? DType::boolean : dtype;
   TensorData result(resultDType, *shape);
   bool integer = !isFloatDType(dtype);
@@ -109,7 +110,7 @@ bool onnximport::foldElementwise(NodeContext &c) {
         int64_t a = intAt(0), b = intAt(1);
         value = op == "Equal" ? a == b : op == "Less" ? a < b : op == "Greater" ? a > b
               : op == "LessOrEqual" ? a <= b : op == "GreaterOrEqual" ? a >= b
-              : op == "And" ? (a && b) : (a || b);
+              : op == "And" ? (a && b) : op == "Xor" ? (!a != !b) : (a || b);
       } else {
         double a = floatAt(0), b = floatAt(1);
         value = op == "Equal" ? a == b : op == "Less" ? a < b : op == "Greater" ? a > b
@@ -129,6 +130,8 @@ bool onnximport::foldElementwise(NodeContext &c) {
         overflow = __builtin_mul_overflow(a, b, &value);
       else if (op == "Max" || op == "Min")
         value = op == "Max" ? std::max(a, b) : std::min(a, b);
+      else if (op != "Div" && op != "Mod")
+        return false;
       else if (b == 0)
         return c.fail("integer division by zero in a constant computation");
       else if (a == INT64_MIN && b == -1)

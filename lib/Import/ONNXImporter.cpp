@@ -485,6 +485,7 @@ static const std::vector<OpConverter> &converterTable() {
     registerTensorOps(all);
     registerScanOps(all);
     registerEinsumOps(all);
+    registerGatherOps(all);
     registerFillOps(all);
     registerResizeOps(all);
     return all;

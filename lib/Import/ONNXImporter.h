@@ -161,6 +161,7 @@ void registerRecurrentOps(std::vector<OpConverter> &table);
 void registerTensorOps(std::vector<OpConverter> &table);
 void registerScanOps(std::vector<OpConverter> &table);
 void registerEinsumOps(std::vector<OpConverter> &table);
+void registerGatherOps(std::vector<OpConverter> &table);
 
 class Importer {
 public:

@@ -10,9 +10,18 @@
 //   HardSwish(x)   = x * clip(x / 6 + 1/2, 0, 1)
 //   Softplus(x)    = log(exp(x) + 1)
 //   Reciprocal(x)  = 1 / x
+//   Softsign(x)    = x / (1 + |x|)
+//   Celu(x)        = max(0, x) + min(0, alpha (exp(x / alpha) - 1))
+//   ThresholdedRelu(x) = where(x > alpha, x, 0)
+//   Shrink(x)      = where(x < -lambd, x + bias, where(x > lambd, x - bias, 0))
+//   Tan(x)         = sin(x) / cos(x)
+//   Sinh, Cosh     = (exp(x) -+ exp(-x)) / 2
+//   IsNaN(x)       = x != x;  IsInf(x) = x == inf or x == -inf (as asked)
 //
 //===----------------------------------------------------------------------===//
 #include "ONNXImporter.h"
+
+#include <cmath>
 
 using namespace fusec;
 using namespace fusec::onnximport;
@@ -136,6 +145,112 @@ static bool convertReciprocal(NodeContext &c) {
   return true;
 }
 
+/// `op(a, b)` named after the node's output with `suffix`.
+static Value *binary(NodeContext &c, const char *op, Value *a, Value *b, const char *suffix) {
+  if (!a || !b)
+    return nullptr;
+  return c.emit(op, {Operand::of(a), Operand::of(b)}, {}, c.node.output(0) + suffix);
+}
+
+static Value *unary(NodeContext &c, const char *op, Value *a, const char *suffix) {
+  return a ? c.emit(op, {Operand::of(a)}, {}, c.node.output(0) + suffix) : nullptr;
+}
+
+/// where(condition, a, literal) named after the node's output.
+static Value *whereElse(NodeContext &c, Value *condition, Value *a, double otherwise,
+                        const char *suffix) {
+  if (!condition || !a)
+    return nullptr;
+  return c.emit("where", {Operand::of(condition), Operand::of(a),
+                          NodeContext::literal(otherwise, a->type.getDType())},
+                {}, c.node.output(0) + suffix);
+}
+
+static bool defineResult(NodeContext &c, Value *result) {
+  if (!result)
+    return false;
+  c.define(0, result);
+  return true;
+}
+
+static bool convertSoftsign(NodeContext &c) {
+  Value *x = floatInput(c);
+  Value *denominator = withLiteral(c, "add", unary(c, "abs", x, "_abs"), 1, "_denominator");
+  return defineResult(c, binary(c, "divide", x, denominator, ""));
+}
+
+static bool convertCelu(NodeContext &c) {
+  double alpha = c.attrFloat("alpha", 1.0);
+  if (alpha == 0)
+    return c.fail("alpha must not be 0");
+  Value *x = floatInput(c);
+  Value *exp = unary(c, "exp", withLiteral(c, "divide", x, alpha, "_scaled"), "_exp");
+  Value *negative = withLiteral(c, "minimum",
+                                withLiteral(c, "multiply", withLiteral(c, "subtract", exp, 1,
+                                                                       "_expm1"),
+                                            alpha, "_elu"),
+                                0, "_negative");
+  return defineResult(c, binary(c, "add", withLiteral(c, "maximum", x, 0, "_positive"),
+                                negative, ""));
+}
+
+static bool convertThresholdedRelu(NodeContext &c) {
+  double alpha = c.attrFloat("alpha", 1.0);
+  Value *x = floatInput(c);
+  return defineResult(c, whereElse(c, withLiteral(c, "greater", x, alpha, "_above"), x, 0, ""));
+}
+
+static bool convertShrink(NodeContext &c) {
+  double bias = c.attrFloat("bias", 0.0), lambd = c.attrFloat("lambd", 0.5);
+  Value *x = c.input(0);
+  Value *upper = whereElse(c, withLiteral(c, "greater", x, lambd, "_above"),
+                           withLiteral(c, "subtract", x, bias, "_lowered"), 0, "_upper");
+  Value *below = withLiteral(c, "less", x, -lambd, "_below");
+  Value *raised = withLiteral(c, "add", x, bias, "_raised");
+  if (!below || !raised || !upper)
+    return false;
+  return defineResult(c, c.emit("where", {Operand::of(below), Operand::of(raised),
+                                          Operand::of(upper)}));
+}
+
+static bool convertTan(NodeContext &c) {
+  Value *x = floatInput(c);
+  return defineResult(c, binary(c, "divide", unary(c, "sin", x, "_sin"),
+                                unary(c, "cos", x, "_cos"), ""));
+}
+
+/// Sinh (Sign = -1) and Cosh (+1): (exp(x) + Sign exp(-x)) / 2.
+template <int Sign>
+static bool convertHyperbolic(NodeContext &c) {
+  Value *x = floatInput(c);
+  Value *up = unary(c, "exp", x, "_exp");
+  Value *down = unary(c, "exp", unary(c, "negative", x, "_negated"), "_exp_negated");
+  Value *sum = binary(c, Sign < 0 ? "subtract" : "add", up, down, "_sum");
+  return defineResult(c, withLiteral(c, "multiply", sum, 0.5, ""));
+}
+
+static bool convertIsNaN(NodeContext &c) {
+  Value *x = floatInput(c);
+  return defineResult(c, binary(c, "not_equal", x, x, ""));
+}
+
+static bool convertIsInf(NodeContext &c) {
+  bool negative = c.attrInt("detect_negative", 1) != 0;
+  bool positive = c.attrInt("detect_positive", 1) != 0;
+  Value *x = floatInput(c);
+  if (!x)
+    return false;
+  if (!negative && !positive) // nothing to detect: x == inf and x == -inf, all false
+    return defineResult(c, binary(c, "logical_and",
+                                  withLiteral(c, "equal", x, INFINITY, "_plus"),
+                                  withLiteral(c, "equal", x, -INFINITY, "_minus"), ""));
+  Value *plus = positive ? withLiteral(c, "equal", x, INFINITY, negative ? "_plus" : "") : nullptr;
+  Value *minus = negative ? withLiteral(c, "equal", x, -INFINITY, positive ? "_minus" : "")
+                          : nullptr;
+  return defineResult(c, plus && minus ? binary(c, "logical_or", plus, minus, "")
+                                       : plus ? plus : minus);
+}
+
 void onnximport::registerActivationOps(std::vector<OpConverter> &table) {
   table.insert(table.end(), {
       {"LeakyRelu", convertLeakyRelu},
@@ -146,5 +261,14 @@ void onnximport::registerActivationOps(std::vector<OpConverter> &table) {
       {"HardSwish", convertHardSwish},
       {"Softplus", convertSoftplus},
       {"Reciprocal", convertReciprocal},
+      {"Softsign", convertSoftsign},
+      {"Celu", convertCelu},
+      {"ThresholdedRelu", convertThresholdedRelu},
+      {"Shrink", convertShrink},
+      {"Tan", convertTan},
+      {"Sinh", convertHyperbolic<-1>},
+      {"Cosh", convertHyperbolic<1>},
+      {"IsNaN", convertIsNaN},
+      {"IsInf", convertIsInf},
   });
 }

@@ -279,8 +279,29 @@ static bool convertClip(NodeContext &c) {
   return true;
 }
 
+/// Cast and CastLike: input 0 as `dtype` (folded on small constants).
+static bool castInput(NodeContext &c, std::optional<DType> dtype);
+
 static bool convertCast(NodeContext &c) {
   std::optional<DType> dtype = c.dtypeOf(c.attrInt("to", 0), "the target of Cast");
+  return castInput(c, dtype);
+}
+
+/// CastLike: the dtype of input 1 (a tensor or a constant).
+static bool convertCastLike(NodeContext &c) {
+  std::optional<DType> dtype;
+  if (const Type *type = c.typeOf(1))
+    dtype = type->getDType();
+  else if (const TensorData *data = c.constant(1))
+    dtype = data->getDType();
+  else if (std::optional<ShapeValue> shape = c.shapeValue(1))
+    dtype = shape->dtype;
+  else
+    return c.fail("input 1 ('target_type') is missing");
+  return castInput(c, dtype);
+}
+
+static bool castInput(NodeContext &c, std::optional<DType> dtype) {
   c.attrInt("saturate", 1);
   if (!dtype)
     return false;
@@ -436,6 +457,34 @@ static bool convertShape(NodeContext &c) {
   return true;
 }
 
+/// Size: the static element count, an int64 scalar.
+static bool convertSize(NodeContext &c) {
+  const Type *type = c.typeOf(0);
+  std::vector<Dim> dims;
+  if (type) {
+    dims = type->getShape();
+  } else if (const TensorData *data = c.constant(0)) {
+    for (int64_t dim : data->getShape())
+      dims.push_back(Dim::of(dim));
+  } else if (std::optional<ShapeValue> shape = c.shapeValue(0)) {
+    if (!shape->scalar)
+      dims.push_back(Dim::of(int64_t(shape->elements.size())));
+  } else {
+    return c.fail("the shape of input 0 is not known");
+  }
+  ShapeValue size;
+  size.scalar = true;
+  size.elements.push_back(Dim::of(1));
+  for (const Dim &dim : dims) {
+    if (dim.isSymbolic())
+      return c.fail("the element count involves the symbolic dim '" + dim.symbol +
+                    "' (--dim " + dim.symbol + "=SIZE fixes its size)");
+    size.elements[0].size *= dim.size; // at most 2^62: types fit int64
+  }
+  c.defineShape(0, size);
+  return true;
+}
+
 static const char kAdd[] = "add", kSub[] = "subtract", kMul[] = "multiply", kDiv[] = "divide",
                   kPow[] = "power", kMax[] = "maximum", kMin[] = "minimum", kEqual[] = "equal",
                   kLess[] = "less", kLessEq[] = "less_equal", kGreater[] = "greater",
@@ -443,7 +492,8 @@ static const char kAdd[] = "add", kSub[] = "subtract", kMul[] = "multiply", kDiv
                   kRelu[] = "nn.relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[] = "exp",
                   kLog[] = "log", kSqrt[] = "sqrt", kErf[] = "erf", kNeg[] = "negative",
                   kAbs[] = "abs", kFloor[] = "floor", kCeil[] = "ceil", kSin[] = "sin",
-                  kCos[] = "cos", kNot[] = "logical_not", kSign[] = "sign";
+                  kCos[] = "cos", kNot[] = "logical_not", kSign[] = "sign", kRound[] = "round",
+                  kXor[] = "not_equal";
 
 void onnximport::registerMathOps(std::vector<OpConverter> &table) {
   table.insert(table.end(), {
@@ -478,6 +528,10 @@ void onnximport::registerMathOps(std::vector<OpConverter> &table) {
       {"Cos", convertUnary<kCos>},
       {"Not", convertUnary<kNot>},
       {"Sign", convertUnary<kSign>},
+      {"Round", convertUnary<kRound>}, // half to even, as ONNX and NumPy
+      {"Xor", convertBinary<kXor>},    // on bools
+      {"CastLike", convertCastLike},
+      {"Size", convertSize},
       {"Clip", convertClip},
       {"Cast", convertCast},
       {"Where", convertWhere},

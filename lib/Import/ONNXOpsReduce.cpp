@@ -15,6 +15,8 @@
 //                   the kept dims are squeezed after, without keepdims.
 // With noop_with_empty_axes and no axes, nothing is reduced: only the
 // elementwise parts apply (a reduction over no axis).
+// MeanVarianceNormalization and LpNormalization divide by such reductions
+// (kept dims), as their ONNX definitions do.
 //
 //===----------------------------------------------------------------------===//
 #include "ONNXImporter.h"
@@ -134,6 +136,59 @@ static bool convertReduce(NodeContext &c) {
   return true;
 }
 
+/// MeanVarianceNormalization: (x - mean) / (sqrt(mean(x^2) - mean^2) + 1e-9)
+/// over `axes` (default [0, 2, 3]), ONNX's function body.
+static bool convertMeanVarianceNormalization(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  if (!isFloatDType(x->type.getDType()))
+    return c.fail("the input must be a float tensor, not " + x->type.str());
+  std::vector<int64_t> axes = c.attrInts("axes").value_or(std::vector<int64_t>{0, 2, 3});
+  std::string name = c.node.output(0);
+  Attrs over;
+  over.set("axis", makeIntList(axes));
+  over.set("keepdims", Attr::makeBool(true));
+  Value *mean = c.emit("mean", {Operand::of(x)}, over, name + "_mean");
+  Value *square = c.emit("multiply", {Operand::of(x), Operand::of(x)}, {}, name + "_square");
+  Value *meanSquare = c.emit("mean", {Operand::of(square)}, over, name + "_mean_square");
+  Value *squaredMean = c.emit("multiply", {Operand::of(mean), Operand::of(mean)}, {},
+                              name + "_squared_mean");
+  Value *variance = c.emit("subtract", {Operand::of(meanSquare), Operand::of(squaredMean)}, {},
+                           name + "_variance");
+  Value *deviation = c.emit("sqrt", {Operand::of(variance)}, {}, name + "_std");
+  DType dtype = x->type.getDType();
+  Value *denominator = c.emit("add", {Operand::of(deviation), NodeContext::literal(1e-9, dtype)},
+                              {}, name + "_denominator");
+  Value *centered = c.emit("subtract", {Operand::of(x), Operand::of(mean)}, {}, name + "_centered");
+  c.define(0, c.emit("divide", {Operand::of(centered), Operand::of(denominator)}));
+  return true;
+}
+
+/// LpNormalization: x / ||x||_p along `axis` (p = 1: sum of |x|; p = 2:
+/// sqrt of the sum of squares).
+static bool convertLpNormalization(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  int64_t p = c.attrInt("p", 2);
+  if (p != 1 && p != 2)
+    return c.fail("p = " + std::to_string(p) + " is not 1 or 2");
+  if (!isFloatDType(x->type.getDType()))
+    return c.fail("the input must be a float tensor, not " + x->type.str());
+  std::string name = c.node.output(0);
+  Attrs over;
+  over.set("axis", makeIntList({c.attrInt("axis", -1)}));
+  over.set("keepdims", Attr::makeBool(true));
+  Value *terms = p == 1 ? c.emit("abs", {Operand::of(x)}, {}, name + "_abs")
+                        : c.emit("multiply", {Operand::of(x), Operand::of(x)}, {}, name + "_square");
+  Value *norm = c.emit("sum", {Operand::of(terms)}, over, name + "_norm");
+  if (p == 2)
+    norm = c.emit("sqrt", {Operand::of(norm)}, {}, name + "_l2");
+  c.define(0, c.emit("divide", {Operand::of(x), Operand::of(norm)}));
+  return true;
+}
+
 void onnximport::registerReduceOps(std::vector<OpConverter> &table) {
   table.insert(table.end(), {
       {"ReduceMean", convertReduce<Composed::Plain, kMean>},
@@ -146,5 +201,7 @@ void onnximport::registerReduceOps(std::vector<OpConverter> &table) {
       {"ReduceSumSquare", convertReduce<Composed::SumSquare>},
       {"ReduceLogSum", convertReduce<Composed::LogSum>},
       {"ReduceLogSumExp", convertReduce<Composed::LogSumExp>},
+      {"MeanVarianceNormalization", convertMeanVarianceNormalization},
+      {"LpNormalization", convertLpNormalization},
   });
 }

@@ -15,7 +15,8 @@
 //                    constant index vectors, and the sum drops the j axis.
 //                    A select, not a product with a 0/1 mask, so that an
 //                    infinity in x stays out of the other sums.
-// Both need the axis's size to be static (the index constants have it).
+//   Hardmax          where(index == ArgMax(x) kept, 1, 0) (2-D before opset 13).
+// All need the axis's size to be static (the index constants have it).
 //
 //===----------------------------------------------------------------------===//
 #include "ONNXImporter.h"
@@ -61,22 +62,14 @@ static Value *indexVector(NodeContext &c, int64_t n, int64_t trailing, llvm::Str
   return c.emitConstant(std::move(data), hint);
 }
 
-template <bool IsMax>
-static bool convertArgExtreme(NodeContext &c) {
-  Value *x = c.input(0);
-  if (!x)
-    return false;
-  bool keepdims = c.attrInt("keepdims", 1) != 0;
-  bool last = c.attrInt("select_last_index", 0) != 0;
-  std::optional<std::pair<int64_t, int64_t>> axis = scanAxis(c, x, c.attrInt("axis", 0));
-  if (!axis)
-    return false;
-  auto [a, n] = *axis;
-  std::string name = c.node.output(0);
+/// The index of the first (`last`: the last) maximum (IsMax) or minimum of
+/// `x` along axis `a` of `n` elements, i64, the axis kept or dropped.
+static Value *extremeIndex(NodeContext &c, Value *x, int64_t a, int64_t n, bool isMax,
+                           bool last, bool keepdims, const std::string &name) {
   Attrs kept;
   kept.set("axis", makeIntList({a}));
   kept.set("keepdims", Attr::makeBool(true));
-  Value *best = c.emit(IsMax ? "max" : "min", {Operand::of(x)}, kept, name + "_best");
+  Value *best = c.emit(isMax ? "max" : "min", {Operand::of(x)}, kept, name + "_best");
   Value *hit = c.emit("equal", {Operand::of(x), Operand::of(best)}, {}, name + "_hit");
   if (isFloatDType(x->type.getDType())) {
     Value *nan = c.emit("not_equal", {Operand::of(x), Operand::of(x)}, {}, name + "_nan");
@@ -90,7 +83,74 @@ static bool convertArgExtreme(NodeContext &c) {
   Attrs result;
   result.set("axis", makeIntList({a}));
   result.set("keepdims", Attr::makeBool(keepdims));
-  c.define(0, c.emit(last ? "max" : "min", {Operand::of(candidates)}, result, name));
+  return c.emit(last ? "max" : "min", {Operand::of(candidates)}, result, name);
+}
+
+template <bool IsMax>
+static bool convertArgExtreme(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  bool keepdims = c.attrInt("keepdims", 1) != 0;
+  bool last = c.attrInt("select_last_index", 0) != 0;
+  std::optional<std::pair<int64_t, int64_t>> axis = scanAxis(c, x, c.attrInt("axis", 0));
+  if (!axis)
+    return false;
+  c.define(0, extremeIndex(c, x, axis->first, axis->second, IsMax, last, keepdims,
+                           c.node.output(0)));
+  return true;
+}
+
+/// Hardmax: 1 at the first maximum along the axis, 0 elsewhere. Before
+/// opset 13 the input is seen as 2-D, [dims before axis, dims from axis].
+static bool convertHardmax(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  bool coerced = c.opset < 13;
+  int64_t rank = x->type.getRank(), axis = c.attrInt("axis", coerced ? 1 : -1);
+  std::string name = c.node.output(0);
+  Value *rows = x;
+  if (coerced) {
+    if (axis < -rank || axis > rank)
+      return c.fail("axis " + std::to_string(axis) + " is out of range for rank " +
+                    std::to_string(rank));
+    if (axis < 0)
+      axis += rank;
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < rank; ++d) {
+      const Dim &dim = x->type.getShape()[d];
+      if (dim.isSymbolic())
+        return c.fail("before opset 13 the input must be static, not " + x->type.str());
+      (d < axis ? outer : inner) *= dim.size;
+    }
+    Attrs shape;
+    shape.set("shape", makeIntList({outer, inner}));
+    rows = c.emit("reshape", {Operand::of(x)}, shape, name + "_rows");
+    axis = 1;
+    if (!rows)
+      return false;
+  }
+  std::optional<std::pair<int64_t, int64_t>> scan = scanAxis(c, rows, axis);
+  if (!scan)
+    return false;
+  auto [a, n] = *scan;
+  Value *best = extremeIndex(c, rows, a, n, true, false, true, name + "_argmax");
+  Value *index = indexVector(c, n, rows->type.getRank() - a - 1, name + "_positions");
+  Value *hit = best ? c.emit("equal", {Operand::of(index), Operand::of(best)}, {}, name + "_hit")
+                    : nullptr;
+  if (!hit)
+    return false;
+  DType dtype = x->type.getDType();
+  Value *one = c.emitSplat(1, dtype, {}, name + "_one"), *zero = c.emitSplat(0, dtype, {}, name + "_zero");
+  Value *result = c.emit("where", {Operand::of(hit), Operand::of(one), Operand::of(zero)}, {},
+                         coerced ? name + "_2d" : name);
+  if (coerced && result) {
+    Attrs shape;
+    shape.set("shape", makeShapeList(x->type.getShape()));
+    result = c.emit("reshape", {Operand::of(result)}, shape, name);
+  }
+  c.define(0, result);
   return true;
 }
 
@@ -133,5 +193,6 @@ void onnximport::registerScanOps(std::vector<OpConverter> &table) {
       {"ArgMax", convertArgExtreme<true>},
       {"ArgMin", convertArgExtreme<false>},
       {"CumSum", convertCumSum},
+      {"Hardmax", convertHardmax},
   });
 }

@@ -153,6 +153,9 @@ private:
 // Constants
 //===----------------------------------------------------------------------===//
 
+/// The row-major strides (in elements) of a tensor of `shape`.
+std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape);
+
 /// Row-major tensor contents in the dtype's own storage (f16/bf16 as 16-bit
 /// patterns, bool as one byte).
 class TensorData {

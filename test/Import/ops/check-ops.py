@@ -471,6 +471,18 @@ for op, reference in (("ArgMax", np.argmax), ("ArgMin", np.argmin)):
         helper.make_node(op, ["x"], ["i"], axis=1, keepdims=0),
         helper.make_node("Cast", ["i"], ["y"], to=TensorProto.FLOAT)], ties, [],
         reference(ties, axis=1).astype(np.float32))
+# LpNormalization (p = 1 and 2; ONNX 1.12 has no node test for it) and
+# Hardmax before opset 13 (the input seen as 2-D from the axis on).
+norm_x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+for p_norm, axis in ((1, 1), (2, -1)):
+    reference = np.abs(norm_x).sum(axis, keepdims=True) if p_norm == 1 else \
+        np.sqrt((norm_x * norm_x).sum(axis, keepdims=True))
+    run_model("lpnormalization_p%d" % p_norm, [
+        helper.make_node("LpNormalization", ["x"], ["y"], p=p_norm, axis=axis)], norm_x, [],
+        norm_x / reference)
+flat = norm_x.reshape(3, 20)
+run_model("hardmax_opset11", [helper.make_node("Hardmax", ["x"], ["y"], axis=1)], norm_x, [],
+          (flat == flat.max(1, keepdims=True)).astype(np.float32).reshape(3, 4, 5), opset=11)
 # Integer constants keep their dtype through folding: i8 wraps (127 + 1 is
 # -128) and i32 stays i32; only int64 values fold as shape arithmetic.
 for dtype, onnx_type, fir_type, a, b in ((np.int8, TensorProto.INT8, "i8", 127, 1),

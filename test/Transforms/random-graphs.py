@@ -41,7 +41,7 @@ ops with NumPy broadcasting (size-1 dims, rank-changing, both operands
 broadcasting), comparisons and logical ops feeding where, reshape (with -1
 and symbolic names), permute_dims, expand_dims, squeeze, broadcast_to,
 concat, split + get, strided_slice (negative strides, clamping), take (with
-and without axis, i32/i64 indices), sum/mean/max/min/prod with axis and
+and without axis, i32/i64 indices, some computed by a fused producer), sum/mean/max/min/prod with axis and
 keepdims, nn.softmax/log_softmax, nn.layer_norm/rms_norm, matmul (1-D,
 batched, broadcast batch dims, out_dtype), nn.conv2d (padding forms,
 strides, dilation, groups) and the pools (ceil_mode, dilation, adaptive);
@@ -1100,7 +1100,12 @@ class Gen:
             shape = v.shape[:axis] + ishape + v.shape[axis + 1:]
         if not self.ok(shape) or len(shape) > 5:
             raise Retry()
-        if r.random() < 0.5:
+        if r.random() < 0.25:
+            # Indices a fused producer computes (negated: still in [-2, 2]),
+            # which `lower` inlines into the gather's index.
+            raw = self.new_param(itype, ishape)
+            idx = self.add_binding("negative(@@0@@)", [raw], itype, ishape, -2, 2, "idx")
+        elif r.random() < 0.5:
             idx = self.new_param(itype, ishape)      # random inputs are in [-2, 2]
         else:
             n = elems(ishape)

@@ -227,6 +227,13 @@ Value *NodeContext::emit(llvm::StringRef op, std::vector<Operand> operands, Attr
     }
     return emitSplat(0, input.getDType(), target, nameHint.empty() ? node.output(0) : nameHint);
   }
+  // An error about symbolic dims names the option that sizes them.
+  std::string firstSymbol;
+  for (const Operand &operand : operands)
+    if (!operand.isLiteral() && operand.value->type.isTensor() && firstSymbol.empty())
+      for (const Dim &dim : operand.value->type.getShape())
+        if (dim.isSymbolic() && firstSymbol.empty())
+          firstSymbol = dim.symbol;
   auto binding = std::make_unique<Binding>();
   binding->kind = ExprKind::Op;
   binding->callee = op.str();
@@ -235,8 +242,12 @@ Value *NodeContext::emit(llvm::StringRef op, std::vector<Operand> operands, Attr
   std::string problem;
   std::string hint = nameHint.empty() && node.output_size() ? node.output(0) : nameHint.str();
   Value *value = importer.addBinding(std::move(binding), hint, problem);
-  if (!value)
+  if (!value) {
+    llvm::StringRef text(problem);
+    if (!firstSymbol.empty() && (text.contains("symbolic") || text.contains("a product")))
+      problem += " (--dim " + firstSymbol + "=SIZE fixes a dim's size)";
     fail(problem);
+  }
   return value;
 }
 

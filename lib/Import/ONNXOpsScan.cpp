@@ -16,6 +16,10 @@
 //                    A select, not a product with a 0/1 mask, so that an
 //                    infinity in x stays out of the other sums.
 //   Hardmax          where(index == ArgMax(x) kept, 1, 0) (2-D before opset 13).
+//   TopK             k rounds (k <= 64): the max (min) of x with the elements
+//                    taken so far replaced by the dtype's lowest (highest)
+//                    value, and the first index of it not taken yet; the
+//                    rounds' values and indices concatenated along the axis.
 // All need the axis's size to be static (the index constants have it).
 //
 //===----------------------------------------------------------------------===//
@@ -188,11 +192,83 @@ static bool convertCumSum(NodeContext &c) {
   return true;
 }
 
+/// TopK: k rounds, each taking the largest (smallest) element not taken
+/// yet, the first of equal ones (ONNX's order), then one concat per output.
+static bool convertTopK(NodeContext &c) {
+  Value *x = c.input(0);
+  std::optional<std::vector<int64_t>> kValue;
+  if (c.opset < 10) // k was an attribute
+    kValue = std::vector<int64_t>{c.attrInt("k", 0)};
+  else
+    kValue = c.ints(1, "k");
+  if (!x || !kValue)
+    return false;
+  bool largest = c.attrInt("largest", 1) != 0;
+  c.attrInt("sorted", 1); // the rounds give sorted results either way
+  std::optional<std::pair<int64_t, int64_t>> axis = scanAxis(c, x, c.attrInt("axis", -1));
+  if (!axis)
+    return false;
+  auto [a, n] = *axis;
+  constexpr int64_t kMaxRounds = 64;
+  if (kValue->size() != 1 || (*kValue)[0] < 1 || (*kValue)[0] > std::min(n, kMaxRounds))
+    return c.fail("k must be one value in [1, " + std::to_string(std::min(n, kMaxRounds)) +
+                  "] (fusec composes TopK from k reductions, at most " +
+                  std::to_string(kMaxRounds) + ")");
+  int64_t k = (*kValue)[0];
+  std::string name = c.node.output(0);
+  DType dtype = x->type.getDType();
+  double sentinel = largest ? lowestValue(dtype) : highestValue(dtype);
+  Attrs kept;
+  kept.set("axis", makeIntList({a}));
+  kept.set("keepdims", Attr::makeBool(true));
+  Value *index = indexVector(c, n, x->type.getRank() - a - 1, name + "_index");
+  Value *taken = nullptr;
+  std::vector<Operand> values, indices;
+  for (int64_t round = 0; round < k; ++round) {
+    std::string step = name + "_" + std::to_string(round);
+    Value *rest = taken ? c.emit("where", {Operand::of(taken), NodeContext::literal(sentinel, dtype),
+                                           Operand::of(x)},
+                                 {}, step + "_rest")
+                        : x;
+    Value *best = c.emit(largest ? "max" : "min", {Operand::of(rest)}, kept, step + "_value");
+    Value *hit = c.emit("equal", {Operand::of(rest), Operand::of(best)}, {}, step + "_hit");
+    if (taken) {
+      Value *free = c.emit("logical_not", {Operand::of(taken)}, {}, step + "_free");
+      hit = c.emit("logical_and", {Operand::of(hit), Operand::of(free)}, {}, step + "_open");
+    }
+    Value *candidates = c.emit("where", {Operand::of(hit), Operand::of(index),
+                                         NodeContext::literal(double(n), DType::i64)},
+                               {}, step + "_candidates");
+    Value *chosen = c.emit("min", {Operand::of(candidates)}, kept, step + "_position");
+    if (!chosen)
+      return false;
+    values.push_back(Operand::of(best));
+    indices.push_back(Operand::of(chosen));
+    if (round + 1 < k) {
+      Value *now = c.emit("equal", {Operand::of(index), Operand::of(chosen)}, {}, step + "_taken");
+      taken = taken ? c.emit("logical_or", {Operand::of(taken), Operand::of(now)}, {},
+                             step + "_all_taken")
+                    : now;
+    }
+  }
+  Attrs along;
+  along.set("axis", makeIntList({a}));
+  auto joined = [&](std::vector<Operand> parts, const std::string &output) {
+    return parts.size() == 1 ? parts.front().value
+                             : c.emit("concat", std::move(parts), along, output);
+  };
+  c.define(0, joined(values, name));
+  if (c.hasOutput(1))
+    c.define(1, joined(indices, c.node.output(1)));
+  return c.importer.error.empty();
+}
+
 void onnximport::registerScanOps(std::vector<OpConverter> &table) {
   table.insert(table.end(), {
       {"ArgMax", convertArgExtreme<true>},
       {"ArgMin", convertArgExtreme<false>},
       {"CumSum", convertCumSum},
       {"Hardmax", convertHardmax},
+      {"TopK", convertTopK},
   });
 }

@@ -483,6 +483,22 @@ for p_norm, axis in ((1, 1), (2, -1)):
 flat = norm_x.reshape(3, 20)
 run_model("hardmax_opset11", [helper.make_node("Hardmax", ["x"], ["y"], axis=1)], norm_x, [],
           (flat == flat.max(1, keepdims=True)).astype(np.float32).reshape(3, 4, 5), opset=11)
+# TopK from k rounds: ties keep the lower index first (ONNX), and a row
+# whose remaining values equal the mask value (-inf) still yields the
+# untaken indices.
+ranked = np.array([[1, -np.inf, -np.inf, 3], [2, 2, 0, 2], [-1, 5, -1, 5]], np.float32)
+for largest in (1, 0):
+    order = np.argsort(-ranked if largest else ranked, axis=1, kind="stable")[:, :3]
+    for output, expected in (("values", np.take_along_axis(ranked, order, 1)),
+                             ("indices", order.astype(np.float32))):
+        nodes = [helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=1,
+                                  largest=largest)]
+        if output == "indices":
+            nodes.append(helper.make_node("Cast", ["indices"], ["y"], to=TensorProto.FLOAT))
+        else:
+            nodes.append(helper.make_node("Identity", ["values"], ["y"]))
+        run_model("topk_%s_%s" % ("largest" if largest else "smallest", output), nodes, ranked,
+                  [numpy_helper.from_array(np.array([3], np.int64), "k")], expected)
 # Integer constants keep their dtype through folding: i8 wraps (127 + 1 is
 # -128) and i32 stays i32; only int64 values fold as shape arithmetic.
 for dtype, onnx_type, fir_type, a, b in ((np.int8, TensorProto.INT8, "i8", 127, 1),

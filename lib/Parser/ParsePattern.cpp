@@ -231,9 +231,9 @@ bool Parser::parsePatternBinding(DataflowPattern &pattern) {
       return false;
     for (const Attrs::Entry &entry : node.attrs.getEntries())
       for (const OpInfo *info : infos)
-        if (llvm::none_of(info->attrs, [&](const AttrSpec &spec) { return entry.name == spec.name; }))
-          return errorAt(entry.loc, "op '" + std::string(info->name) + "' has no attribute '" +
-                                        entry.name + "'");
+        if (std::string problem = attrFormProblem(*info, entry.name, entry.value);
+            !problem.empty())
+          return errorAt(entry.loc, problem);
     // Canonical forms (an int axis is a one-element list), as in .fir.
     Binding probe;
     probe.callee = node.opNames.front();

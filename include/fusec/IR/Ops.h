@@ -170,6 +170,12 @@ llvm::ArrayRef<const OpInfo *> allOps();
 /// The closest registered op name, for "did you mean" (empty if none close).
 std::string suggestOpName(llvm::StringRef name);
 
+/// "" when `value` has the form `info`'s attribute `name` takes (an int, a
+/// dtype string, a list, ...), else a message saying what it must be (or
+/// that the op has no such attribute). Pattern files check their attributes
+/// with it; bindings get the same check from inference.
+std::string attrFormProblem(const OpInfo &info, llvm::StringRef name, const Attr &value);
+
 /// Rewrites attributes to their canonical form (an int `axis` becomes a
 /// one-element list, spec §9). Invalid attributes are left for inference
 /// to report.

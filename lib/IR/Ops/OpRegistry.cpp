@@ -195,6 +195,17 @@ static std::string checkSchema(const Attr &value, AttrSchema schema) {
   return "";
 }
 
+std::string fusec::attrFormProblem(const OpInfo &info, llvm::StringRef name,
+                                   const Attr &value) {
+  for (const AttrSpec &spec : info.attrs)
+    if (name == spec.name) {
+      std::string expected = checkSchema(value, spec.schema);
+      return expected.empty() ? "" : "attribute '" + name.str() + "' of '" + info.name +
+                                         "' must be " + expected + ", not " + value.str();
+    }
+  return "op '" + std::string(info.name) + "' has no attribute '" + name.str() + "'";
+}
+
 void fusec::normalizeOpAttrs(Binding &binding) {
   const OpInfo *info = lookupOp(binding.callee);
   if (binding.kind != ExprKind::Op || !info)

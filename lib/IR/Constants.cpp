@@ -204,11 +204,14 @@ TensorData ConstantData::materialize(const Type &type) const {
 // NumPy .npy reader
 //===----------------------------------------------------------------------===//
 
-/// Extracts the value text of `'key': value` from an .npy header dict.
+/// Extracts the value text of `'key': value` from an .npy header dict; a
+/// key written twice makes the header malformed (which one counts is not
+/// clear: NumPy takes the last).
 static std::optional<std::string> npyHeaderField(llvm::StringRef header,
                                                  llvm::StringRef key) {
-  size_t pos = header.find(("'" + key + "'").str());
-  if (pos == llvm::StringRef::npos)
+  std::string quoted = ("'" + key + "'").str();
+  size_t pos = header.find(quoted);
+  if (pos == llvm::StringRef::npos || header.rfind(quoted) != pos)
     return std::nullopt;
   llvm::StringRef rest = header.drop_front(pos + key.size() + 2).ltrim();
   if (!rest.consume_front(":"))

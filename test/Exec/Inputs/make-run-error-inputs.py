@@ -33,3 +33,9 @@ with open(os.path.join(out, "f32_3.npy"), "rb") as f:
     data = f.read()
 with open(os.path.join(out, "truncated.npy"), "wb") as f:
     f.write(data[:-4])
+# A header naming 'descr' twice (NumPy would take the last): malformed.
+header = b"{'descr': '<f4', 'descr': '<i4', 'fortran_order': False, 'shape': (3,), }"
+header += b" " * (63 - (10 + len(header)) % 64) + b"\n"
+with open(os.path.join(out, "duplicate_key.npy"), "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header +
+            np.ones(3, np.float32).tobytes())

@@ -337,11 +337,74 @@ static bool castInput(NodeContext &c, std::optional<DType> dtype) {
 }
 
 /// Mod has no FIR op: only constants (shape computations) are folded.
+/// Mod has no FIR op: constants fold; tensors compose it from a truncating
+/// quotient, r = a - trunc(a / b) * b (C's fmod, the dividend's sign), and
+/// with fmod = 0 (integers) r + b where r and b differ in sign (Python's
+/// %). Integer `divide` truncates; a float quotient is truncated by
+/// where(q < 0, ceil(q), floor(q)), computed in f32 for f16 and bf16.
 static bool convertMod(NodeContext &c) {
   if (foldElementwise(c) || !c.importer.error.empty())
     return c.importer.error.empty();
-  c.attrInt("fmod", 0);
-  return c.fail("Mod is supported on constants only (it has no FIR operator)");
+  bool fmod = c.attrInt("fmod", 0) != 0;
+  Value *a = c.input(0), *b = c.input(1);
+  if (!a || !b)
+    return false;
+  DType dtype = a->type.getDType();
+  bool isFloat = isFloatDType(dtype);
+  if (isFloat && !fmod)
+    return c.fail("Mod of floats needs fmod = 1 (ONNX's rule)");
+  std::string name = c.node.output(0);
+  auto op = [&](const char *kind, std::vector<Operand> operands, const std::string &suffix,
+                Attrs attrs = {}) {
+    for (const Operand &operand : operands)
+      if (!operand.isLiteral() && !operand.value)
+        return static_cast<Value *>(nullptr);
+    return c.emit(kind, std::move(operands), std::move(attrs), name + suffix);
+  };
+  bool widen = dtype == DType::f16 || dtype == DType::bf16;
+  auto cast = [&](Value *v, DType to, const std::string &suffix) {
+    Attrs attrs;
+    attrs.set("dtype", Attr::makeString(dtypeName(to).str()));
+    return op("astype", {Operand::of(v)}, suffix, attrs);
+  };
+  if (widen) {
+    a = cast(a, DType::f32, "_a");
+    b = cast(b, DType::f32, "_b");
+  }
+  Value *quotient = op("divide", {Operand::of(a), Operand::of(b)}, "_quotient");
+  if (isFloat) {
+    Value *negative = op("less", {Operand::of(quotient), NodeContext::literal(0, DType::f32)},
+                         "_negative");
+    quotient = op("where", {Operand::of(negative),
+                            Operand::of(op("ceil", {Operand::of(quotient)}, "_ceil")),
+                            Operand::of(op("floor", {Operand::of(quotient)}, "_floor"))},
+                  "_truncated");
+  }
+  Value *product = op("multiply", {Operand::of(quotient), Operand::of(b)}, "_product");
+  bool last = fmod && !widen;
+  Value *remainder = op("subtract", {Operand::of(a), Operand::of(product)},
+                        last ? "" : "_remainder");
+  if (!fmod) {
+    DType intType = a ? a->type.getDType() : dtype;
+    Value *nonzero = op("not_equal", {Operand::of(remainder), NodeContext::literal(0, intType)},
+                        "_nonzero");
+    Value *remainderNegative =
+        op("less", {Operand::of(remainder), NodeContext::literal(0, intType)}, "_r_negative");
+    Value *divisorNegative =
+        op("less", {Operand::of(b), NodeContext::literal(0, intType)}, "_b_negative");
+    Value *differ = op("not_equal", {Operand::of(remainderNegative), Operand::of(divisorNegative)},
+                       "_signs_differ");
+    Value *adjust = op("logical_and", {Operand::of(nonzero), Operand::of(differ)}, "_adjust");
+    Value *shifted = op("add", {Operand::of(remainder), Operand::of(b)}, "_shifted");
+    remainder = op("where", {Operand::of(adjust), Operand::of(shifted), Operand::of(remainder)},
+                   "");
+  }
+  if (widen && remainder)
+    remainder = cast(remainder, dtype, "");
+  if (!remainder)
+    return false;
+  c.define(0, remainder);
+  return true;
 }
 
 static bool convertWhere(NodeContext &c) {

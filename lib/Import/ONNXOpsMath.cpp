@@ -167,9 +167,30 @@ static bool foldSymbolicWhere(NodeContext &c) {
   return true;
 }
 
+/// And, Or, Xor and Not take bool tensors only (ONNX's type constraint);
+/// false after reporting another dtype.
+static bool logicalInputsAreBool(NodeContext &c) {
+  llvm::StringRef onnxType = c.node.op_type();
+  if (onnxType != "And" && onnxType != "Or" && onnxType != "Xor" && onnxType != "Not")
+    return true;
+  for (size_t i = 0; i < c.numInputs(); ++i) {
+    std::optional<DType> dtype;
+    if (const Type *type = c.typeOf(i))
+      dtype = type->getDType();
+    else if (const TensorData *data = c.constant(i))
+      dtype = data->getDType();
+    if (dtype && *dtype != DType::boolean)
+      return c.fail(onnxType + " takes bool inputs, not " + dtypeName(*dtype) + " (input " +
+                    std::to_string(i) + ")");
+  }
+  return true;
+}
+
 template <const char *Op>
 static bool convertBinary(NodeContext &c) {
   llvm::StringRef onnxType = c.node.op_type();
+  if (!logicalInputsAreBool(c))
+    return false;
   if ((onnxType == "Add" || onnxType == "Sub" || onnxType == "Mul" || onnxType == "Div") &&
       foldShapeArithmetic(c, onnxType))
     return true;
@@ -201,6 +222,8 @@ static bool convertBinary(NodeContext &c) {
 
 template <const char *Op>
 static bool convertUnary(NodeContext &c) {
+  if (!logicalInputsAreBool(c))
+    return false;
   if (c.node.op_type() == "Not" && (foldElementwise(c) || !c.importer.error.empty()))
     return c.importer.error.empty();
   c.define(0, c.emit(Op, {Operand::of(c.input(0))}));

@@ -165,6 +165,8 @@ static bool convertResize(NodeContext &c) {
       scales.push_back(float(scale));
   } else if (c.hasInput(scalesInput) && c.constant(scalesInput) &&
              c.constant(scalesInput)->getNumElements() > 0) {
+    if (!legacy && c.hasInput(sizesInput))
+      return c.fail("scales and sizes are both given; ONNX takes one of them");
     const TensorData *given = c.constant(scalesInput);
     for (int64_t k = 0; k < given->getNumElements(); ++k)
       scales.push_back(float(given->get(k)));

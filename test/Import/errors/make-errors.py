@@ -238,6 +238,18 @@ def main():
         [helper.make_node("Trilu", ["x"], ["y"], name="tril", upper=0)],
         [vi("x", ["seq", "seq"])], [vi("y", None)], check=False))
 
+    # Invalid models that used to import: And of integers, Resize given both
+    # scales and sizes.
+    save("and_int64", model(
+        [helper.make_node("And", ["a", "b"], ["y"], name="and")],
+        [vi("a", [3], TensorProto.INT64), vi("b", [3], TensorProto.INT64)], [vi("y", None)],
+        check=False))
+    save("resize_scales_and_sizes", model(
+        [helper.make_node("Resize", ["x", "", "scales", "sizes"], ["y"], name="resize")],
+        [vi("x", [1, 1, 2, 2])], [vi("y", None)],
+        [const("scales", np.float32([1, 1, 2, 2])), const("sizes", np.int64([1, 1, 4, 4]))],
+        check=False))
+
     # A dim named like a dtype (FIR would read f32[f32] as a bad dim name).
     save("dim_named_like_dtype", model(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],

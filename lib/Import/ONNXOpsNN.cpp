@@ -7,7 +7,9 @@
 // statistics are not constants; Softmax/LogSoftmax (opset 13: one axis);
 // LayerNormalization ->
 // nn.layer_norm over the axes from `axis` on (a missing bias is zeros);
-// InstanceNormalization -> mean, variance and rsqrt over the spatial axes.
+// InstanceNormalization -> mean, variance and rsqrt over the spatial axes;
+// LRN -> x / (bias + alpha / size * window sum of x^2)^beta, the window sum
+// over channels an nn.conv2d with a column of ones.
 //
 //===----------------------------------------------------------------------===//
 #include "ONNXImporter.h"
@@ -267,6 +269,65 @@ static bool convertInstanceNorm(NodeContext &c) {
 
 static const char kSoftmax[] = "nn.softmax", kLogSoftmax[] = "nn.log_softmax";
 
+/// LRN (AlexNet, GoogLeNet): y = x / (bias + alpha / size * s)^beta, with s
+/// the sum of x^2 over a window of `size` channels (floor((size - 1) / 2)
+/// before, ceil after). The window sum is an nn.conv2d of x^2, seen as
+/// [N, 1, C, rest], with a [1, 1, size, 1] kernel of ones and zero padding.
+static bool convertLRN(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  double alpha = c.attrFloat("alpha", 1e-4), beta = c.attrFloat("beta", 0.75),
+         bias = c.attrFloat("bias", 1.0);
+  int64_t size = c.attrInt("size", 0), rank = x->type.getRank();
+  if (size < 1 || size > (int64_t(1) << 20))
+    return c.fail("size must be a positive window, not " + std::to_string(size));
+  if (rank < 3 || !isFloatDType(x->type.getDType()))
+    return c.fail("the input must be a float tensor [N, C, ...], not " + x->type.str());
+  int64_t rest = 1;
+  for (int64_t d = 2; d < rank; ++d) {
+    const Dim &dim = x->type.getShape()[d];
+    if (dim.isSymbolic())
+      return c.fail("the spatial dims must be static, not " + x->type.str() + " (--dim " +
+                    dim.symbol + "=SIZE fixes '" + dim.symbol + "')");
+    rest *= dim.size;
+  }
+  std::string name = c.node.output(0);
+  DType dtype = x->type.getDType();
+  const Shape &shape = x->type.getShape();
+  Value *square = c.emit("multiply", {Operand::of(x), Operand::of(x)}, {}, name + "_square");
+  Attrs planes;
+  planes.set("shape", makeShapeList({shape[0], Dim::of(1), shape[1], Dim::of(rest)}));
+  Value *stacked = square ? c.emit("reshape", {Operand::of(square)}, planes, name + "_planes")
+                          : nullptr;
+  TensorData ones(dtype, {1, 1, size, 1});
+  for (int64_t k = 0; k < size; ++k)
+    ones.set(k, 1.0);
+  Value *window = c.emitConstant(std::move(ones), name + "_window");
+  Attrs conv;
+  conv.set("padding", makeIntList({(size - 1) / 2, 0, size / 2, 0}));
+  Value *sums = stacked ? c.emit("nn.conv2d", {Operand::of(stacked), Operand::of(window)}, conv,
+                                 name + "_window_sum")
+                        : nullptr;
+  Attrs back;
+  back.set("shape", makeShapeList(shape));
+  Value *sum = sums ? c.emit("reshape", {Operand::of(sums)}, back, name + "_sum") : nullptr;
+  Value *scaled = sum ? c.emit("multiply", {Operand::of(sum), NodeContext::literal(alpha / double(size), dtype)},
+                               {}, name + "_scaled")
+                      : nullptr;
+  Value *base = scaled ? c.emit("add", {Operand::of(scaled), NodeContext::literal(bias, dtype)}, {},
+                                name + "_base")
+                       : nullptr;
+  Value *denominator =
+      base ? c.emit("power", {Operand::of(base), NodeContext::literal(beta, dtype)}, {},
+                    name + "_denominator")
+           : nullptr;
+  if (!denominator)
+    return false;
+  c.define(0, c.emit("divide", {Operand::of(x), Operand::of(denominator)}));
+  return true;
+}
+
 void onnximport::registerNNOps(std::vector<OpConverter> &table) {
   table.insert(table.end(), {
       {"MatMul", convertMatMul},
@@ -276,5 +337,6 @@ void onnximport::registerNNOps(std::vector<OpConverter> &table) {
       {"LogSoftmax", convertSoftmax<kLogSoftmax>},
       {"LayerNormalization", convertLayerNorm},
       {"InstanceNormalization", convertInstanceNorm},
+      {"LRN", convertLRN},
   });
 }

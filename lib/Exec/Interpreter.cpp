@@ -142,7 +142,8 @@ struct Interpreter::Impl {
       return runKernelCall(*module.lookupKernel(binding.callee), args);
     case ExprKind::CallExtern:
       throw ExecError{"the interpreter cannot run call_extern \"" + binding.callee +
-                      "\" (%" + binding.getResult()->name + ")"};
+                          "\" (%" + binding.getResult()->name + ")",
+                      /*located=*/true};
     case ExprKind::Tuple: {
       RtValue tuple;
       tuple.fields = args;
@@ -219,7 +220,16 @@ struct Interpreter::Impl {
       env[function.params[i].get()] = args[i];
     }
     function.forEachBinding([&](const Binding &binding) {
-      env[binding.getResult()] = evalBinding(function, binding, env);
+      try {
+        env[binding.getResult()] = evalBinding(function, binding, env);
+      } catch (ExecError &failure) {
+        // Name the innermost binding that failed, as the user wrote it.
+        if (!failure.located)
+          failure.message = "@" + function.name + " %" + binding.getResult()->name + " (" +
+                            binding.headName() + "): " + failure.message;
+        failure.located = true;
+        throw;
+      }
     });
     if (!function.returnsTuple)
       return env.lookup(function.returnValues.front().value);

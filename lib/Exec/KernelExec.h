@@ -11,6 +11,8 @@ namespace exec {
 /// zero); caught at the interpreter's entry.
 struct ExecError {
   std::string message;
+  /// Whether `message` already names the binding that failed.
+  bool located = false;
 };
 
 /// The product of `dims` (each at most 2^40), saturated at 2^62 instead of

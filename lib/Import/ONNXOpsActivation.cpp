@@ -15,7 +15,7 @@
 //   ThresholdedRelu(x) = where(x > alpha, x, 0)
 //   Shrink(x)      = where(x < -lambd, x + bias, where(x > lambd, x - bias, 0))
 //   Tan(x)         = sin(x) / cos(x)
-//   Sinh, Cosh     = (exp(x) -+ exp(-x)) / 2
+//   Sinh, Cosh     = exp(x - ln 2) -+ exp(-x - ln 2)
 //   IsNaN(x)       = x != x;  IsInf(x) = x == inf or x == -inf (as asked)
 //
 //===----------------------------------------------------------------------===//
@@ -219,14 +219,18 @@ static bool convertTan(NodeContext &c) {
                                 unary(c, "cos", x, "_cos"), ""));
 }
 
-/// Sinh (Sign = -1) and Cosh (+1): (exp(x) + Sign exp(-x)) / 2.
+/// Sinh (Sign = -1) and Cosh (+1): exp(x - ln 2) + Sign exp(-x - ln 2), the
+/// halving inside the exponent, so that exp does not overflow where the
+/// result is still finite (sinh(89) in f32, sinh(11.5) in f16).
 template <int Sign>
 static bool convertHyperbolic(NodeContext &c) {
+  constexpr double kLn2 = 0.69314718055994530942;
   Value *x = floatInput(c);
-  Value *up = unary(c, "exp", x, "_exp");
-  Value *down = unary(c, "exp", unary(c, "negative", x, "_negated"), "_exp_negated");
-  Value *sum = binary(c, Sign < 0 ? "subtract" : "add", up, down, "_sum");
-  return defineResult(c, withLiteral(c, "multiply", sum, 0.5, ""));
+  Value *up = unary(c, "exp", withLiteral(c, "subtract", x, kLn2, "_half"), "_exp");
+  Value *negated = unary(c, "negative", x, "_negated");
+  Value *down = unary(c, "exp", withLiteral(c, "subtract", negated, kLn2, "_negated_half"),
+                      "_exp_negated");
+  return defineResult(c, binary(c, Sign < 0 ? "subtract" : "add", up, down, ""));
 }
 
 static bool convertIsNaN(NodeContext &c) {

@@ -203,6 +203,8 @@ static Value *contractAsMatmul(NodeContext &c, Value *a, Term ta, Value *b, Term
 }
 
 static bool convertEinsum(NodeContext &c) {
+  if (!c.hasAttr("equation"))
+    return c.fail("the 'equation' attribute is missing");
   std::string equation = c.attrString("equation", "");
   llvm::StringRef text(equation);
   auto [lhs, rhs] = text.split("->");
@@ -220,6 +222,10 @@ static bool convertEinsum(NodeContext &c) {
     Value *x = c.input(i);
     if (!x)
       return false;
+    if (!inputs.empty() && x->type.getDType() != inputs.front()->type.getDType())
+      return c.fail("the inputs must share one dtype, not " +
+                    dtypeName(inputs.front()->type.getDType()).str() + " and " +
+                    dtypeName(x->type.getDType()).str());
     Term term;
     if (!parseTerm(terms[i], term, error))
       return c.fail("equation '" + equation + "': " + error);

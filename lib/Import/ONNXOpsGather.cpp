@@ -13,8 +13,9 @@
 //   OneHot(idx, depth, values): where(idx' == iota along `axis`, on, off),
 //       depth a constant, idx' = idx + depth where idx < 0 (float indices
 //       truncated); an index out of range is all off, as ONNX says.
-// Out-of-range indices are a run-time error in the interpreter and clamped
-// on the GPU, as for `take` (spec §4).
+// An index out of range along its own dim makes the flat index point past
+// the data: a run-time error in the interpreter and clamped on the GPU, as
+// for `take` (spec §4), never a read of another row.
 //
 //===----------------------------------------------------------------------===//
 #include "ONNXImporter.h"
@@ -51,6 +52,25 @@ static Value *normalizedIndices(NodeContext &c, size_t i, Value *extents, int64_
   Value *wrapped = c.emit("add", {Operand::of(indices), size}, {}, hint + "_wrapped");
   return c.emit("where", {Operand::of(negative), Operand::of(wrapped), Operand::of(indices)}, {},
                 hint);
+}
+
+/// `term` where the normalized index `index` is in [0, extent), else
+/// `outside`: a flat index past the flattened data, so that an index out of
+/// range along its own dim is the take's run-time error (clamped on the
+/// GPU) instead of a read of a neighbouring row.
+static Value *guarded(NodeContext &c, Value *index, Operand extent, Value *term,
+                      int64_t outside, const std::string &hint) {
+  Value *nonNegative = c.emit("greater_equal",
+                              {Operand::of(index), NodeContext::literal(0, DType::i64)}, {},
+                              hint + "_nonnegative");
+  Value *below = c.emit("less", {Operand::of(index), extent}, {}, hint + "_below");
+  Value *inRange = c.emit("logical_and", {Operand::of(nonNegative), Operand::of(below)}, {},
+                          hint + "_in_range");
+  if (!inRange || !term)
+    return nullptr;
+  return c.emit("where", {Operand::of(inRange), Operand::of(term),
+                          NodeContext::literal(double(outside), DType::i64)},
+                {}, hint);
 }
 
 /// The static shape of `x`, or nullopt after an error naming `what`.
@@ -125,12 +145,16 @@ static bool convertGatherElements(NodeContext &c) {
                                    {}, name + "_scaled")
                           : nullptr;
   Value *offsetValue = c.emitConstant(std::move(offsets), name + "_offsets");
-  Value *flat = scaled ? c.emit("add", {Operand::of(scaled), Operand::of(offsetValue)}, {},
-                                name + "_flat")
-                       : nullptr;
+  Value *unguarded = scaled ? c.emit("add", {Operand::of(scaled), Operand::of(offsetValue)}, {},
+                                     name + "_unguarded")
+                            : nullptr;
   int64_t elements = 1;
   for (int64_t dim : *shape)
     elements *= dim;
+  Value *flat = indices ? guarded(c, indices,
+                                  NodeContext::literal(double((*shape)[axis]), DType::i64),
+                                  unguarded, elements, name + "_flat")
+                        : nullptr;
   return takeFlat(c, data, {Dim::of(elements)}, flat);
 }
 
@@ -169,8 +193,14 @@ static bool convertGatherND(NodeContext &c) {
   Value *extents = c.emitConstant(std::move(sizes), name + "_extents");
   Value *indices = normalizedIndices(c, 1, extents, 0, name + "_indices");
   Value *strideValue = c.emitConstant(std::move(strideData), name + "_strides");
-  Value *scaled = indices ? c.emit("multiply", {Operand::of(indices), Operand::of(strideValue)},
-                                   {}, name + "_scaled")
+  Value *product = indices ? c.emit("multiply", {Operand::of(indices), Operand::of(strideValue)},
+                                    {}, name + "_product")
+                           : nullptr;
+  int64_t outside = 1; // past the whole source: out of range whatever else is added
+  for (int64_t dim : *shape)
+    outside = dim && outside > (int64_t(1) << 40) / dim ? int64_t(1) << 40 : outside * dim;
+  Value *scaled = indices ? guarded(c, indices, Operand::of(extents), product, outside,
+                                    name + "_scaled")
                           : nullptr;
   Attrs last;
   last.set("axis", makeIntList({-1}));

@@ -144,7 +144,11 @@ static bool convertMeanVarianceNormalization(NodeContext &c) {
     return false;
   if (!isFloatDType(x->type.getDType()))
     return c.fail("the input must be a float tensor, not " + x->type.str());
-  std::vector<int64_t> axes = c.attrInts("axes").value_or(std::vector<int64_t>{0, 2, 3});
+  std::optional<std::vector<int64_t>> given = c.attrInts("axes");
+  if (!given && x->type.getRank() < 4)
+    return c.fail("the default axes [0, 2, 3] need rank 4 or more, not " + x->type.str() +
+                  "; give axes");
+  std::vector<int64_t> axes = given.value_or(std::vector<int64_t>{0, 2, 3});
   std::string name = c.node.output(0);
   Attrs over;
   over.set("axis", makeIntList(axes));

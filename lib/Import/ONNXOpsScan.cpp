@@ -17,9 +17,11 @@
 //                    infinity in x stays out of the other sums.
 //   Hardmax          where(index == ArgMax(x) kept, 1, 0) (2-D before opset 13).
 //   TopK             k rounds (k <= 64): the max (min) of x with the elements
-//                    taken so far replaced by the dtype's lowest (highest)
-//                    value, and the first index of it not taken yet; the
-//                    rounds' values and indices concatenated along the axis.
+//                    taken so far (and NaNs) replaced by the dtype's lowest
+//                    (highest) value, and the first index of it not taken
+//                    yet; a NaN ranks above every number (PyTorch's order:
+//                    first when largest, last when smallest); the rounds'
+//                    values and indices concatenated along the axis.
 // All need the axis's size to be static (the index constants have it).
 //
 //===----------------------------------------------------------------------===//
@@ -162,6 +164,8 @@ static bool convertCumSum(NodeContext &c) {
   Value *x = c.input(0);
   if (!x)
     return false;
+  if (!c.hasInput(1))
+    return c.fail("axis (input 1) is missing");
   std::optional<std::vector<int64_t>> axisValue = c.ints(1, "axis");
   if (!axisValue)
     return false;
@@ -222,34 +226,74 @@ static bool convertTopK(NodeContext &c) {
   kept.set("axis", makeIntList({a}));
   kept.set("keepdims", Attr::makeBool(true));
   Value *index = indexVector(c, n, x->type.getRank() - a - 1, name + "_index");
+  auto emit = [&](const char *op, std::vector<Operand> operands, const std::string &hint,
+                  Attrs attrs = {}) {
+    for (const Operand &operand : operands)
+      if (!operand.isLiteral() && !operand.value)
+        return static_cast<Value *>(nullptr);
+    return c.emit(op, std::move(operands), std::move(attrs), hint);
+  };
+  auto firstOf = [&](Value *hit, const std::string &hint) {
+    Value *candidates = emit("where", {Operand::of(hit), Operand::of(index),
+                                       NodeContext::literal(double(n), DType::i64)},
+                             hint + "_candidates");
+    return emit("min", {Operand::of(candidates)}, hint, kept);
+  };
+  // NaN ranks above every number (PyTorch's order): first when largest,
+  // last when smallest. It takes no part in the max/min of a round.
+  bool floats = isFloatDType(dtype);
+  Value *nan = floats ? emit("not_equal", {Operand::of(x), Operand::of(x)}, name + "_nan")
+                      : nullptr;
   Value *taken = nullptr;
   std::vector<Operand> values, indices;
   for (int64_t round = 0; round < k; ++round) {
     std::string step = name + "_" + std::to_string(round);
-    Value *rest = taken ? c.emit("where", {Operand::of(taken), NodeContext::literal(sentinel, dtype),
-                                           Operand::of(x)},
-                                 {}, step + "_rest")
-                        : x;
-    Value *best = c.emit(largest ? "max" : "min", {Operand::of(rest)}, kept, step + "_value");
-    Value *hit = c.emit("equal", {Operand::of(rest), Operand::of(best)}, {}, step + "_hit");
-    if (taken) {
-      Value *free = c.emit("logical_not", {Operand::of(taken)}, {}, step + "_free");
-      hit = c.emit("logical_and", {Operand::of(hit), Operand::of(free)}, {}, step + "_open");
+    Value *open = taken ? emit("logical_not", {Operand::of(taken)}, step + "_open") : nullptr;
+    Value *excluded = taken && nan ? emit("logical_or", {Operand::of(taken), Operand::of(nan)},
+                                          step + "_excluded")
+                                   : taken ? taken : nan;
+    Value *rest = excluded ? emit("where", {Operand::of(excluded),
+                                            NodeContext::literal(sentinel, dtype), Operand::of(x)},
+                                  step + "_rest")
+                           : x;
+    Value *best = emit(largest ? "max" : "min", {Operand::of(rest)}, step + "_best", kept);
+    Value *hit = emit("equal", {Operand::of(rest), Operand::of(best)}, step + "_hit");
+    if (excluded) {
+      Value *allowed = emit("logical_not", {Operand::of(excluded)}, step + "_allowed");
+      hit = emit("logical_and", {Operand::of(hit), Operand::of(allowed)}, step + "_number");
     }
-    Value *candidates = c.emit("where", {Operand::of(hit), Operand::of(index),
-                                         NodeContext::literal(double(n), DType::i64)},
-                               {}, step + "_candidates");
-    Value *chosen = c.emit("min", {Operand::of(candidates)}, kept, step + "_position");
-    if (!chosen)
+    Value *chosen = firstOf(hit, step + "_position");
+    if (nan) {
+      Value *nanOpen = open ? emit("logical_and", {Operand::of(nan), Operand::of(open)},
+                                   step + "_nan_open")
+                            : nan;
+      Value *firstNaN = firstOf(nanOpen, step + "_nan_position");
+      // largest: a NaN if one is left; smallest: a number if one is left.
+      Value *preferred = largest ? firstNaN : chosen, *fallback = largest ? chosen : firstNaN;
+      Value *found = emit("less", {Operand::of(preferred),
+                                   NodeContext::literal(double(n), DType::i64)},
+                          step + "_found");
+      chosen = emit("where", {Operand::of(found), Operand::of(preferred), Operand::of(fallback)},
+                    step + "_chosen");
+    }
+    Value *now = emit("equal", {Operand::of(index), Operand::of(chosen)}, step + "_taken");
+    // The value at the chosen index: for floats a sum of one element (NaN
+    // and infinities included), for integers the round's max/min.
+    Value *value = best;
+    if (floats) {
+      Value *only = emit("where", {Operand::of(now), Operand::of(x),
+                                   NodeContext::literal(0, dtype)},
+                         step + "_only");
+      value = emit("sum", {Operand::of(only)}, step + "_value", kept);
+    }
+    if (!value || !chosen || !now)
       return false;
-    values.push_back(Operand::of(best));
+    values.push_back(Operand::of(value));
     indices.push_back(Operand::of(chosen));
-    if (round + 1 < k) {
-      Value *now = c.emit("equal", {Operand::of(index), Operand::of(chosen)}, {}, step + "_taken");
-      taken = taken ? c.emit("logical_or", {Operand::of(taken), Operand::of(now)}, {},
-                             step + "_all_taken")
+    if (round + 1 < k)
+      taken = taken ? emit("logical_or", {Operand::of(taken), Operand::of(now)},
+                           step + "_all_taken")
                     : now;
-    }
   }
   Attrs along;
   along.set("axis", makeIntList({a}));

@@ -52,7 +52,8 @@ def run_model(name, nodes, x, inits, expected, opset=13, levels=([], ["-O2"]), e
             failures += 1
             continue
         got = np.load(os.path.join(out, "out0.npy"))
-        ok = got.shape == expected.shape and np.allclose(got, expected, rtol=1e-6, atol=1e-6)
+        ok = got.shape == expected.shape and np.allclose(got, expected, rtol=1e-6, atol=1e-6,
+                                                          equal_nan=True)
         print("%s: %s%s" % (label, "ok" if ok else "FAIL got %s expected %s" % (got, expected),
                             suffix(fir) if callable(suffix) else suffix))
         failures += not ok
@@ -483,12 +484,25 @@ for p_norm, axis in ((1, 1), (2, -1)):
 flat = norm_x.reshape(3, 20)
 run_model("hardmax_opset11", [helper.make_node("Hardmax", ["x"], ["y"], axis=1)], norm_x, [],
           (flat == flat.max(1, keepdims=True)).astype(np.float32).reshape(3, 4, 5), opset=11)
-# TopK from k rounds: ties keep the lower index first (ONNX), and a row
-# whose remaining values equal the mask value (-inf) still yields the
-# untaken indices.
-ranked = np.array([[1, -np.inf, -np.inf, 3], [2, 2, 0, 2], [-1, 5, -1, 5]], np.float32)
+# TopK from k rounds: ties keep the lower index first (ONNX), a row whose
+# remaining values equal the mask value (-inf) still yields the untaken
+# indices, and NaN ranks above every number (first when largest, last when
+# smallest, as PyTorch).
+ranked = np.array([[1, -np.inf, -np.inf, 3], [2, 2, 0, 2], [-1, 5, -1, 5],
+                   [np.nan, 1, np.nan, -np.inf]], np.float32)
+
+
+def topk_order(row, largest):
+    """PyTorch's order: NaN above every number; equal values by index."""
+    def key(i):
+        if np.isnan(row[i]):
+            return (0 if largest else 1, 0.0, i)
+        return (1 if largest else 0, -row[i] if largest else row[i], i)
+    return sorted(range(len(row)), key=key)
+
+
 for largest in (1, 0):
-    order = np.argsort(-ranked if largest else ranked, axis=1, kind="stable")[:, :3]
+    order = np.array([topk_order(row, largest)[:3] for row in ranked])
     for output, expected in (("values", np.take_along_axis(ranked, order, 1)),
                              ("indices", order.astype(np.float32))):
         nodes = [helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=1,
@@ -499,6 +513,32 @@ for largest in (1, 0):
             nodes.append(helper.make_node("Identity", ["values"], ["y"]))
         run_model("topk_%s_%s" % ("largest" if largest else "smallest", output), nodes, ranked,
                   [numpy_helper.from_array(np.array([3], np.int64), "k")], expected)
+# An index out of range along its own dim is a run-time error, never a
+# read of the neighbouring row (the flat index used to land there).
+table = np.arange(12, dtype=np.float32).reshape(3, 4)
+for name, node, inits in (
+        ("gather_elements_out_of_range",
+         helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1),
+         [numpy_helper.from_array(np.array([[4], [0], [0]], np.int64), "i")]),
+        ("gathernd_out_of_range", helper.make_node("GatherND", ["x", "i"], ["y"]),
+         [numpy_helper.from_array(np.array([[0, 4]], np.int64), "i")])):
+    graph = helper.make_graph([node], name, [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [3, 4])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)], initializer=inits)
+    path = os.path.join(work, name + ".onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    np.save(os.path.join(work, name + ".x.npy"), table)
+    for level in ([], ["-O2"]):
+        fir = os.path.join(work, name + ".fir")
+        subprocess.run([os.path.join(bin_dir, "fusec"), path, "-o", fir] + level, check=True)
+        r = subprocess.run([os.path.join(bin_dir, "fusec-run"), fir,
+                            "--inputs=" + os.path.join(work, name + ".x.npy")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True)
+        ok = r.returncode == 1 and "out of range" in r.stdout
+        print("%s%s: %s" % (name, " -O2" if level else "",
+                            "run-time error" if ok else "FAIL " + r.stdout.strip()[:200]))
+        failures += not ok
 # Integer constants keep their dtype through folding: i8 wraps (127 + 1 is
 # -128) and i32 stays i32; only int64 values fold as shape arithmetic.
 for dtype, onnx_type, fir_type, a, b in ((np.int8, TensorProto.INT8, "i8", 127, 1),

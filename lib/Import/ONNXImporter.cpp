@@ -497,6 +497,7 @@ static const std::vector<OpConverter> &converterTable() {
     registerScanOps(all);
     registerEinsumOps(all);
     registerGatherOps(all);
+    registerShapeOps(all);
     registerFillOps(all);
     registerResizeOps(all);
     return all;

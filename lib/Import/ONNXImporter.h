@@ -117,6 +117,13 @@ struct OpConverter {
   const char *opType;
   ConvertFn convert;
 };
+/// Shape-value folds (ONNXShapeFold.cpp); each returns false when it does
+/// not apply (or after an error): Add/Sub/Mul/Div of static int shape
+/// values, Equal and Where on shape values with a symbolic dim.
+bool foldShapeArithmetic(NodeContext &c, llvm::StringRef op);
+bool foldSymbolicEqual(NodeContext &c);
+bool foldSymbolicWhere(NodeContext &c);
+
 /// Evaluates an elementwise operator whose inputs are all small constants
 /// (ONNXFold.cpp); false when it does not apply (or after an error).
 bool foldElementwise(NodeContext &c);
@@ -162,6 +169,7 @@ void registerTensorOps(std::vector<OpConverter> &table);
 void registerScanOps(std::vector<OpConverter> &table);
 void registerEinsumOps(std::vector<OpConverter> &table);
 void registerGatherOps(std::vector<OpConverter> &table);
+void registerShapeOps(std::vector<OpConverter> &table);
 
 class Importer {
 public:

@@ -140,7 +140,7 @@ static bool convertHardmax(NodeContext &c) {
   std::optional<std::pair<int64_t, int64_t>> scan = scanAxis(c, rows, axis);
   if (!scan)
     return false;
-  auto [a, n] = *scan;
+  int64_t a = scan->first, n = scan->second;
   Value *best = extremeIndex(c, rows, a, n, true, false, true, name + "_argmax");
   Value *index = indexVector(c, n, rows->type.getRank() - a - 1, name + "_positions");
   Value *hit = best ? c.emit("equal", {Operand::of(index), Operand::of(best)}, {}, name + "_hit")
@@ -175,7 +175,7 @@ static bool convertCumSum(NodeContext &c) {
   std::optional<std::pair<int64_t, int64_t>> axis = scanAxis(c, x, axisValue->front());
   if (!axis)
     return false;
-  auto [a, n] = *axis;
+  int64_t a = axis->first, n = axis->second;
   int64_t trailing = x->type.getRank() - a - 1;
   std::string name = c.node.output(0);
   // x: [.., n(j), ..] -> [.., n(j), 1(i), ..]; the mask is [n(j), n(i), 1...].
@@ -212,7 +212,7 @@ static bool convertTopK(NodeContext &c) {
   std::optional<std::pair<int64_t, int64_t>> axis = scanAxis(c, x, c.attrInt("axis", -1));
   if (!axis)
     return false;
-  auto [a, n] = *axis;
+  int64_t a = axis->first, n = axis->second;
   constexpr int64_t kMaxRounds = 64;
   if (kValue->size() != 1 || (*kValue)[0] < 1 || (*kValue)[0] > std::min(n, kMaxRounds))
     return c.fail("k must be one value in [1, " + std::to_string(std::min(n, kMaxRounds)) +

@@ -361,6 +361,25 @@ recurrent_case("gru_initial_state", "GRU", 3, "forward", {}, h0=True)
 # From the zero state, a GRU's first reset gate multiplies zeros: it is not
 # emitted (it used to be, dead, and fuse-ops warned about it at -O2).
 recurrent_case("gru_zero_state_bidirectional", "GRU", 3, "bidirectional", {})
+# PyTorch's zero state for a dynamic batch: initial_h is ConstantOfShape of
+# [1, batch, hidden], batch taken from the input's shape (a broadcast_to
+# that adds the symbolic dim); run at batch 3.
+seq_x = rng.standard_normal((5, 3, 3)).astype(np.float32)
+gru_w = (rng.standard_normal((1, 12, 3)) * 0.5).astype(np.float32)
+gru_r = (rng.standard_normal((1, 12, 4)) * 0.5).astype(np.float32)
+gru_b = (rng.standard_normal((1, 24)) * 0.5).astype(np.float32)
+run_model("gru_dynamic_batch_zero_state", [
+    helper.make_node("Shape", ["x"], ["s"]),
+    helper.make_node("Gather", ["s", "one"], ["b"], axis=0),
+    helper.make_node("Concat", ["one", "b", "hidden"], ["h_shape"], axis=0),
+    helper.make_node("ConstantOfShape", ["h_shape"], ["h0"]),
+    helper.make_node("GRU", ["x", "w", "r", "b_", "", "h0"], ["y"], hidden_size=4)], seq_x,
+    [numpy_helper.from_array(np.array([1], np.int64), "one"),
+     numpy_helper.from_array(np.array([4], np.int64), "hidden"),
+     numpy_helper.from_array(gru_w, "w"), numpy_helper.from_array(gru_r, "r"),
+     numpy_helper.from_array(gru_b, "b_")],
+    onnx_recurrent("GRU", seq_x, gru_w, gru_r, gru_b, "forward")[0].astype(np.float32),
+    x_dims=[5, "batch", 3])
 quiet = subprocess.run([os.path.join(bin_dir, "fusec"),
                         os.path.join(work, "gru_zero_state_bidirectional.onnx"), "-O2", "-o",
                         os.devnull], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

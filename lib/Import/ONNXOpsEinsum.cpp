@@ -309,7 +309,7 @@ static bool convertEinsum(NodeContext &c) {
       if (!inserted && it->second != dim) {
         bool oneIsUnit = (dim.isStatic() && dim.size == 1) ||
                          (it->second.isStatic() && it->second.size == 1);
-        if (!oneIsUnit || term[d] < kFirstEllipsis)
+        if (!oneIsUnit) // size 1 broadcasts, lettered or not, as in NumPy
           return c.fail("label '" + (term[d] < kFirstEllipsis ? std::string(1, char(term[d]))
                                                                : std::string("...")) +
                         "' has sizes " + it->second.str() + " and " + dim.str());

@@ -454,7 +454,11 @@ for name, equation, x_shape, w_shape in (
         ("einsum_transposed_rhs", "ik,jk->ij", (3, 4), (5, 4)),
         ("einsum_outer", "i,j->ij", (3,), (4,)),
         ("einsum_summed_alone", "ijk,jl->il", (2, 3, 4), (3, 5)),
-        ("einsum_output_permuted", "bij,bjk->kbi", (2, 3, 4), (2, 4, 5))):
+        ("einsum_output_permuted", "bij,bjk->kbi", (2, 3, 4), (2, 4, 5)),
+        # A size-1 dim broadcasts against its label's other size, lettered or
+        # not, as in NumPy (a broadcast contraction is products and sums).
+        ("einsum_broadcast_summed", "ij,jk->ik", (2, 1), (3, 4)),
+        ("einsum_broadcast_batch", "bij,bjk->bik", (1, 2, 3), (4, 3, 5))):
     x = rng.standard_normal(x_shape).astype(np.float32)
     inputs, inits, operands = ["x"], [], [x]
     if w_shape:

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/Exec/Exec.h"
+#include "KernelExec.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -89,16 +90,11 @@ std::vector<TensorData> fusec::makeRandomInputs(
   for (size_t k = 0; k < flat.size(); ++k) {
     const Type &type = flat[k].second;
     std::vector<int64_t> shape;
-    int64_t elements = 1;
     for (const Dim &dim : type.getShape()) {
       auto it = dim.isSymbolic() ? dims.find(dim.symbol) : dims.end();
       shape.push_back(dim.isStatic() ? dim.size : it != dims.end() ? it->second : 8);
-      // Sizes are at most 2^40: saturate instead of overflowing.
-      elements = shape.back() && elements > (int64_t(1) << 62) / shape.back()
-                     ? int64_t(1) << 62
-                     : elements * shape.back();
     }
-    error = allocationProblem(elements, "input " + flat[k].first);
+    error = allocationProblem(exec::saturatingProduct(shape), "input " + flat[k].first);
     if (!error.empty())
       return {};
     TensorData data(type.getDType(), shape);

@@ -25,7 +25,13 @@ struct Interpreter::Impl {
   const Module &module;
   Counters &counters;
   /// Kernels legalized on the fly for graph-level op bindings.
-  llvm::DenseMap<const Binding *, std::unique_ptr<Kernel>> opKernels;
+  /// An op binding's kernel and the parameters that bind the dims it
+  /// introduces (dimCarriers), made on its first evaluation.
+  struct OpKernel {
+    std::unique_ptr<Kernel> kernel;
+    std::vector<Value *> carriers;
+  };
+  llvm::DenseMap<const Binding *, OpKernel> opKernels;
   llvm::DenseMap<const Binding *, RtValue> constants;
 
   Impl(const Module &module, Counters &counters) : module(module), counters(counters) {}
@@ -111,13 +117,14 @@ struct Interpreter::Impl {
         args.push_back(operandValue(operand, env));
     switch (binding.kind) {
     case ExprKind::Op: {
-      std::vector<Value *> carriers = dimCarriers(function, binding);
-      std::unique_ptr<Kernel> &kernel = opKernels[&binding];
-      if (!kernel)
-        kernel = legalizeOp(binding, binding.callee, carriers);
-      for (const Value *carrier : carriers)
+      OpKernel &op = opKernels[&binding];
+      if (!op.kernel) {
+        op.carriers = dimCarriers(function, binding);
+        op.kernel = legalizeOp(binding, binding.callee, op.carriers);
+      }
+      for (const Value *carrier : op.carriers)
         args.push_back(env.lookup(carrier));
-      return runKernelCall(*kernel, args);
+      return runKernelCall(*op.kernel, args);
     }
     case ExprKind::Constant: {
       RtValue &cached = constants[&binding];

@@ -357,26 +357,17 @@ bool Checker::checkSymbols(const Function &function) {
   });
   // A kernel takes its symbolic dims from tensors: a dim that an op
   // introduces (broadcast_to) reaches its kernel through a tensor parameter.
-  llvm::StringSet<> tensorBound;
-  for (const auto &param : function.params)
-    if (param->type.isTensor()) {
-      std::vector<std::string> symbols;
-      collectSymbols(param->type, symbols);
-      for (const std::string &symbol : symbols)
-        tensorBound.insert(symbol);
-    }
   function.forEachBinding([&](const Binding &binding) {
     if (!ok || binding.kind != ExprKind::Op)
       return;
-    for (const std::string &symbol : introducedSymbols(binding))
-      if (!tensorBound.count(symbol)) {
-        ok = error(binding.loc, "'" + binding.callee + "' introduces symbolic dim '" +
-                                    symbol + "', which only a tuple parameter of '@" +
-                                    function.name +
-                                    "' binds; a kernel takes its dims from tensors, so "
-                                    "bind it with a tensor parameter");
-        return;
-      }
+    std::vector<std::string> unbound;
+    dimCarriers(function, binding, &unbound);
+    if (!unbound.empty())
+      ok = error(binding.loc, "'" + binding.callee + "' introduces symbolic dim '" +
+                                  unbound.front() + "', which only a tuple parameter of '@" +
+                                  function.name +
+                                  "' binds; a kernel takes its dims from tensors, so "
+                                  "bind it with a tensor parameter");
   });
   return ok;
 }

@@ -122,12 +122,10 @@ class KernelLowering;
 /// the statements that move them (LowerTileOperands.cpp).
 class TileOperands {
 public:
-  static constexpr int64_t kSharedLimit = kMaxStaticSharedBytes;
-
   TileOperands(KernelLowering &lowering, const Contraction &contraction, const KStage &core,
                const StageMapping &mapping, int64_t threads);
   /// Chooses each tile's layout and filling and the number of stages;
-  /// false when even one copy of the tiles exceeds kSharedLimit.
+  /// false when even one copy of the tiles exceeds kMaxStaticSharedBytes.
   bool plan(bool mma);
   int64_t stageBytes() const; // one copy of both tiles
   bool copies() const { return tiles[0].copied || tiles[1].copied; }

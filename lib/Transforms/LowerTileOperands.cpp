@@ -121,14 +121,14 @@ bool TileOperands::plan(bool mma) {
              isContiguousLoad(kernel, operand, mnNames, mnDimsOf, tile.chunk))
       tile.copied = true;
   }
-  if (stageBytes() > kSharedLimit)
+  if (stageBytes() > kMaxStaticSharedBytes)
     return false;
   bool copies = tiles[0].copied || tiles[1].copied;
-  stages = copies ? std::min<int64_t>(4, kSharedLimit / stageBytes()) : 0;
+  stages = copies ? std::min<int64_t>(4, kMaxStaticSharedBytes / stageBytes()) : 0;
   if (stages < 2) { // copies need two stages at least: all through registers
     for (OperandTile &tile : tiles)
       tile.copied = tile.kFastest = false;
-    stages = 2 * stageBytes() <= kSharedLimit ? 2 : 1;
+    stages = 2 * stageBytes() <= kMaxStaticSharedBytes ? 2 : 1;
   }
   return true;
 }

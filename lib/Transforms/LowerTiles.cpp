@@ -66,7 +66,7 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
   if (!operands.plan(mma))
     return error(entry.loc, "the tiles need " + std::to_string(operands.stageBytes()) +
                                 " bytes of shared memory, over the " +
-                                std::to_string(TileOperands::kSharedLimit) +
+                                std::to_string(kMaxStaticSharedBytes) +
                                 " a block can declare; use smaller block_m, block_n or block_k");
   OperandTile (&tiles)[2] = operands.tiles;
   int64_t stages = operands.stages;

@@ -218,9 +218,10 @@ std::vector<std::string> introducedSymbols(const Binding &binding);
 /// names, the first such parameter for each. A kernel binds its symbolic dims
 /// from its input buffers, so the op's kernel takes these as extra inputs
 /// that it never reads (TVM passes such dims to `call_tir` as `tir_vars`).
-/// The verifier guarantees that every introduced dim has one.
-std::vector<Value *> dimCarriers(const Function &function,
-                                       const Binding &binding);
+/// A dim no tensor parameter binds goes to `unbound` (the verifier rejects
+/// it, so after verification there is none).
+std::vector<Value *> dimCarriers(const Function &function, const Binding &binding,
+                                 std::vector<std::string> *unbound = nullptr);
 
 /// NumPy broadcasting of two shapes; symbolic dims must be equal by name.
 /// On a mismatch returns std::nullopt and sets `error`.

@@ -272,18 +272,20 @@ std::vector<std::string> fusec::introducedSymbols(const Binding &binding) {
   return introduced;
 }
 
-std::vector<Value *> fusec::dimCarriers(const Function &function,
-                                              const Binding &binding) {
+std::vector<Value *> fusec::dimCarriers(const Function &function, const Binding &binding,
+                                        std::vector<std::string> *unbound) {
   std::vector<Value *> carriers;
   for (const std::string &symbol : introducedSymbols(binding)) {
     if (llvm::any_of(carriers,
                      [&](const Value *carrier) { return hasSymbol(carrier->type, symbol); }))
       continue;
-    for (const auto &param : function.params)
-      if (param->type.isTensor() && hasSymbol(param->type, symbol)) {
-        carriers.push_back(param.get());
-        break;
-      }
+    auto param = llvm::find_if(function.params, [&](const auto &param) {
+      return param->type.isTensor() && hasSymbol(param->type, symbol);
+    });
+    if (param != function.params.end())
+      carriers.push_back(param->get());
+    else if (unbound)
+      unbound->push_back(symbol);
   }
   return carriers;
 }

@@ -145,10 +145,9 @@ struct IndexOp final : Node {
       return x != 0 || b->eval(vars) != 0;
     int64_t y = wrapToInt64(b->eval(vars));
     switch (kind) {
-    // Wrapping, as the int64 of the generated code.
-    case KExpr::Add: return double(int64_t(uint64_t(x) + uint64_t(y)));
-    case KExpr::Sub: return double(int64_t(uint64_t(x) - uint64_t(y)));
-    case KExpr::Mul: return double(int64_t(uint64_t(x) * uint64_t(y)));
+    case KExpr::Add: return double(wrappingAdd(x, y));
+    case KExpr::Sub: return double(wrappingSub(x, y));
+    case KExpr::Mul: return double(wrappingMul(x, y));
     case KExpr::FloorDiv: return double(floorDiv(x, y));
     case KExpr::Mod: return double(x - floorDiv(x, y) * y);
     case KExpr::Min: return double(std::min(x, y));
@@ -183,12 +182,12 @@ struct IndexCalc {
       return wrapToInt64(general->eval(vars));
     int64_t value = constant;
     for (const auto &[slot, coefficient] : terms)
-      value += coefficient * vars[slot];
+      value = wrappingAdd(value, wrappingMul(coefficient, vars[slot]));
     for (const Derived &term : derived) {
       int64_t x = vars[term.slot];
       for (const auto &[isMod, c] : term.steps)
         x = isMod ? x - floorDiv(x, c) * c : floorDiv(x, c);
-      value += term.coefficient * x;
+      value = wrappingAdd(value, wrappingMul(term.coefficient, x));
     }
     return value;
   }
@@ -479,7 +478,7 @@ struct Compiler {
   bool affine(const KExpr &e, IndexCalc &out, int64_t scale) {
     switch (e.kind) {
     case KExpr::IntConst:
-      out.constant += scale * e.intValue;
+      out.constant = wrappingAdd(out.constant, wrappingMul(scale, e.intValue));
       return true;
     case KExpr::Var: {
       auto slot = slots.find(e.name);
@@ -487,22 +486,22 @@ struct Compiler {
         out.terms.push_back({slot->second, scale});
         return true;
       }
-      out.constant += scale * symbols.lookup(e.name);
+      out.constant = wrappingAdd(out.constant, wrappingMul(scale, symbols.lookup(e.name)));
       return true;
     }
     case KExpr::Add:
       return affine(*e.args[0], out, scale) && affine(*e.args[1], out, scale);
     case KExpr::Sub:
-      return affine(*e.args[0], out, scale) && affine(*e.args[1], out, -scale);
+      return affine(*e.args[0], out, scale) && affine(*e.args[1], out, wrappingSub(0, scale));
     case KExpr::Mul: {
       IndexCalc constant;
       if (affine(*e.args[1], constant, 1) && constant.terms.empty() &&
           constant.derived.empty())
-        return affine(*e.args[0], out, scale * constant.constant);
+        return affine(*e.args[0], out, wrappingMul(scale, constant.constant));
       constant = IndexCalc();
       if (affine(*e.args[0], constant, 1) && constant.terms.empty() &&
           constant.derived.empty())
-        return affine(*e.args[1], out, scale * constant.constant);
+        return affine(*e.args[1], out, wrappingMul(scale, constant.constant));
       return false;
     }
     case KExpr::FloorDiv:

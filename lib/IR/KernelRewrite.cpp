@@ -22,20 +22,13 @@ static int64_t floorDivInt(int64_t a, int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-/// Index arithmetic wraps as the int64 the generated code computes in does,
-/// instead of overflowing (undefined behaviour) while folding.
-static int64_t wrapping(KExpr::Kind kind, int64_t a, int64_t b) {
-  uint64_t x = uint64_t(a), y = uint64_t(b);
-  return int64_t(kind == KExpr::Add ? x + y : kind == KExpr::Sub ? x - y : x * y);
-}
-
 KExprPtr fusec::foldIndex(KExpr::Kind kind, KExprPtr lhs, KExprPtr rhs) {
   if (lhs->kind == KExpr::IntConst && rhs->kind == KExpr::IntConst) {
     int64_t a = lhs->intValue, b = rhs->intValue;
     switch (kind) {
-    case KExpr::Add:
-    case KExpr::Sub:
-    case KExpr::Mul: return KExpr::intConst(wrapping(kind, a, b));
+    case KExpr::Add: return KExpr::intConst(wrappingAdd(a, b));
+    case KExpr::Sub: return KExpr::intConst(wrappingSub(a, b));
+    case KExpr::Mul: return KExpr::intConst(wrappingMul(a, b));
     // Division by 0 and -2^63 / -1 stay for the run time to report.
     case KExpr::FloorDiv:
       if (b != 0 && !(b == -1 && a == INT64_MIN))

@@ -288,6 +288,13 @@ struct Kernel {
 // Rewriting stage expressions (KernelRewrite.cpp)
 //===----------------------------------------------------------------------===//
 
+/// Index arithmetic is int64 arithmetic that wraps, as the generated code's
+/// does; in C++ a signed overflow would be undefined, so folding and the
+/// interpreter compute through these.
+inline int64_t wrappingAdd(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
+inline int64_t wrappingSub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
+inline int64_t wrappingMul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+
 /// Index arithmetic with constants folded and the identities of the
 /// lowering simplified (x + 0, x * 1, floordiv(x, 1), mod(x, 1),
 /// floordiv(c * x, c), mod(c * x, c)).

@@ -24,6 +24,7 @@
 
 #include "fusec/Support/FileIO.h"
 #include "fusec/Support/Support.h"
+#include "fusec/Transforms/Passes.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -135,53 +136,61 @@ const onnx::AttributeProto *NodeContext::findAttr(llvm::StringRef name) const {
   return nullptr;
 }
 
+/// Attribute `name` when it holds a `kind` value. An attribute of another
+/// type is an error (a float `axis` would otherwise read as 0); one with
+/// no declared type (writers before IR version 2) is taken as it is.
+const onnx::AttributeProto *
+NodeContext::typedAttr(llvm::StringRef name, onnx::AttributeProto::AttributeType kind) {
+  used.insert(name.str());
+  const onnx::AttributeProto *attr = findAttr(name);
+  if (!attr || attr->type() == kind || attr->type() == onnx::AttributeProto::UNDEFINED)
+    return attr;
+  fail("attribute '" + name + "' must be " +
+       onnx::AttributeProto::AttributeType_Name(kind) + ", not " +
+       onnx::AttributeProto::AttributeType_Name(attr->type()));
+  return nullptr;
+}
+
 bool NodeContext::hasAttr(llvm::StringRef name) const { return findAttr(name) != nullptr; }
 
 int64_t NodeContext::attrInt(llvm::StringRef name, int64_t defaultValue) {
-  used.insert(name.str());
-  const onnx::AttributeProto *attr = findAttr(name);
+  const onnx::AttributeProto *attr = typedAttr(name, onnx::AttributeProto::INT);
   return attr ? attr->i() : defaultValue;
 }
 
 double NodeContext::attrFloat(llvm::StringRef name, double defaultValue) {
-  used.insert(name.str());
-  const onnx::AttributeProto *attr = findAttr(name);
+  const onnx::AttributeProto *attr = typedAttr(name, onnx::AttributeProto::FLOAT);
   return attr ? attr->f() : defaultValue;
 }
 
 std::string NodeContext::attrString(llvm::StringRef name, std::string defaultValue) {
-  used.insert(name.str());
-  const onnx::AttributeProto *attr = findAttr(name);
+  const onnx::AttributeProto *attr = typedAttr(name, onnx::AttributeProto::STRING);
   return attr ? attr->s() : defaultValue;
 }
 
 std::optional<std::vector<int64_t>> NodeContext::attrInts(llvm::StringRef name) {
-  used.insert(name.str());
-  const onnx::AttributeProto *attr = findAttr(name);
+  const onnx::AttributeProto *attr = typedAttr(name, onnx::AttributeProto::INTS);
   if (!attr)
     return std::nullopt;
   return std::vector<int64_t>(attr->ints().begin(), attr->ints().end());
 }
 
 std::vector<double> NodeContext::attrFloats(llvm::StringRef name) {
-  used.insert(name.str());
-  const onnx::AttributeProto *attr = findAttr(name);
+  const onnx::AttributeProto *attr = typedAttr(name, onnx::AttributeProto::FLOATS);
   if (!attr)
     return {};
   return std::vector<double>(attr->floats().begin(), attr->floats().end());
 }
 
 std::vector<std::string> NodeContext::attrStrings(llvm::StringRef name) {
-  used.insert(name.str());
-  const onnx::AttributeProto *attr = findAttr(name);
+  const onnx::AttributeProto *attr = typedAttr(name, onnx::AttributeProto::STRINGS);
   if (!attr)
     return {};
   return std::vector<std::string>(attr->strings().begin(), attr->strings().end());
 }
 
 const onnx::TensorProto *NodeContext::attrTensor(llvm::StringRef name) {
-  used.insert(name.str());
-  const onnx::AttributeProto *attr = findAttr(name);
+  const onnx::AttributeProto *attr = typedAttr(name, onnx::AttributeProto::TENSOR);
   return attr && attr->has_t() ? &attr->t() : nullptr;
 }
 
@@ -589,6 +598,13 @@ bool Importer::run(const onnx::ModelProto &model) {
                               shapes.count(output)))
         return context.fail("its output '" + output +
                             "' is already defined (ONNX names are assigned once)");
+    // Hints of the first opsets that change nothing in inference:
+    // consumed_inputs (in-place reuse, opsets 1-5) and is_test
+    // (BatchNormalization and Dropout before opset 7, ignored as TVM does).
+    if (opset < 6)
+      context.ignoreAttr("consumed_inputs");
+    if (opset < 7 && (node.op_type() == "BatchNormalization" || node.op_type() == "Dropout"))
+      context.ignoreAttr("is_test");
     size_t firstNew = block->bindings.size();
     if (!converter->second(context) || !error.empty())
       return context.fail("cannot be converted");
@@ -637,6 +653,12 @@ bool Importer::run(const onnx::ModelProto &model) {
   });
   if (!inferTypes(module, diag) || !verifyModule(module, diag, "after the ONNX import"))
     return error = "the imported module does not verify: " + problem, false;
+  // Converters materialize some constants that they then replace (weights
+  // rearranged at import), and a graph may compute what no output reads;
+  // neither is imported.
+  PassContext context{diag};
+  if (!createDCEPass()->run(module, context))
+    return error = "dead-code elimination failed: " + problem, false;
   checkDeclaredOutputShapes(graph);
   return true;
 }

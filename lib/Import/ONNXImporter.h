@@ -109,6 +109,8 @@ public:
 
 private:
   const onnx::AttributeProto *findAttr(llvm::StringRef name) const;
+  const onnx::AttributeProto *typedAttr(llvm::StringRef name,
+                                        onnx::AttributeProto::AttributeType kind);
   std::set<std::string> used;
 };
 
@@ -136,6 +138,33 @@ void foldNodeOnConstants(Importer &importer, NodeContext &c, size_t firstNew);
 /// spatial...] of rank `rank`: reshaped if constant, else expand_dims
 /// (ONNXOpsNN.cpp).
 Value *perChannel(NodeContext &c, size_t i, int64_t rank, llvm::StringRef hint);
+/// reshape(x) {shape} and permute_dims(x) {axes}; null when `x` is null
+/// or after an error.
+Value *reshapeTo(NodeContext &c, Value *x, const Shape &shape, const std::string &hint);
+Value *permute(NodeContext &c, Value *x, const std::vector<int64_t> &axes,
+               const std::string &hint);
+/// `x` with `begin` and `end` elements of value `fill` around dim `axis`
+/// (splats concatenated; `x` itself when both are 0); null after an error.
+Value *padWithConstant(NodeContext &c, Value *x, int64_t axis, int64_t begin, int64_t end,
+                       double fill, const std::string &name);
+/// Pool/conv window attributes over S spatial dims: S kernel sizes,
+/// strides and dilations, 2S pads [begins..., ends...].
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, pads;
+};
+/// ONNX drops a ceil_mode window that would start in the end padding;
+/// fusec's pools (as TVM's) keep it. Where the two differ, `w`'s end pads
+/// are set to what ONNX's last window reaches and `ceilMode` cleared
+/// (ONNXOpsWindow.cpp); false after an error.
+bool matchONNXCeilMode(NodeContext &c, const Type &x, Window &w, bool &ceilMode);
+/// The attributes of nn.max_pool2d / nn.avg_pool2d for a 2-D window.
+Attrs poolAttrs(const Window &window, bool ceilMode);
+/// 3-D convolutions and pools (NCDHW) as 2-D ones over depth slices
+/// (ONNXOpsVolume.cpp); each defines output 0, false after an error.
+bool defineConvolution3D(NodeContext &c, Value *x, Value *w, const Window &window, int64_t groups,
+                         const std::string &name);
+bool definePool3D(NodeContext &c, Value *x, const Window &window, bool ceilMode, bool isMax,
+                  const std::string &name);
 /// 1-D window operators (NCL) run as their 2-D forms over a unit height
 /// (ONNXOpsWindow.cpp): input `i` with a unit dim inserted at 2 (a constant is
 /// reshaped at import), a 1-D attribute list as the 2-D one ([v] ->

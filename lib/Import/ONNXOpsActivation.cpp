@@ -68,6 +68,19 @@ static bool convertPRelu(NodeContext &c) {
   Value *x = floatInput(c), *slope = x ? c.input(1) : nullptr;
   if (!slope)
     return false;
+  // Before opset 7 a slope of one value per channel applies along dim 1
+  // (PyTorch's PReLU(C) exported at opset 6); NumPy's rule from opset 7.
+  const Shape &xShape = x->type.getShape(), &slopeShape = slope->type.getShape();
+  if (c.opset < 7 && slopeShape.size() == 1 && xShape.size() > 2 && slopeShape[0] != Dim::of(1) &&
+      slopeShape[0] == xShape[1]) {
+    Shape channels(xShape.size() - 1, Dim::of(1));
+    channels[0] = slopeShape[0];
+    Attrs attrs;
+    attrs.set("shape", makeShapeList(channels));
+    slope = c.emit("reshape", {Operand::of(slope)}, attrs, c.node.output(0) + "_slope");
+    if (!slope)
+      return false;
+  }
   Value *negative = withLiteral(c, "less", x, 0, "_negative");
   Value *scaled = c.emit("multiply", {Operand::of(x), Operand::of(slope)}, {},
                          c.node.output(0) + "_scaled");

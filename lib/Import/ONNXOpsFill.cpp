@@ -259,26 +259,31 @@ static bool convertPad(NodeContext &c) {
       slice.set("end", makeIntList({n - std::max<int64_t>(-end, 0)}));
       current = c.emit("strided_slice", {Operand::of(current)}, slice, name + "_cropped");
     }
-    std::vector<Operand> parts;
-    for (int side = 0; side < 2 && current; ++side) {
-      int64_t width = side == 0 ? begin : end;
-      if (width > 0) {
-        Shape block = current->type.getShape();
-        block[d] = Dim::of(width);
-        parts.push_back(Operand::of(c.emitSplat(value, dtype, block,
-                                                name + (side ? "_after" : "_before"))));
-      }
-      if (side == 0)
-        parts.push_back(Operand::of(current));
-    }
-    if (current && parts.size() > 1) {
-      Attrs attrs;
-      attrs.set("axis", Attr::makeInt(d));
-      current = c.emit("concat", parts, attrs, name + "_padded");
-    }
+    current = padWithConstant(c, current, d, begin, end, value, name);
   }
   c.define(0, current);
   return true;
+}
+
+Value *onnximport::padWithConstant(NodeContext &c, Value *x, int64_t axis, int64_t begin,
+                                   int64_t end, double fill, const std::string &name) {
+  std::vector<Operand> parts;
+  for (int side = 0; side < 2 && x; ++side) {
+    int64_t width = side == 0 ? begin : end;
+    if (width > 0) {
+      Shape block = x->type.getShape();
+      block[size_t(axis)] = Dim::of(width);
+      parts.push_back(Operand::of(c.emitSplat(fill, x->type.getDType(), block,
+                                              name + (side ? "_after" : "_before"))));
+    }
+    if (side == 0)
+      parts.push_back(Operand::of(x));
+  }
+  if (!x || parts.size() == 1)
+    return x;
+  Attrs attrs;
+  attrs.set("axis", Attr::makeInt(axis));
+  return c.emit("concat", parts, attrs, name + "_padded");
 }
 
 static bool convertEyeLike(NodeContext &c) {

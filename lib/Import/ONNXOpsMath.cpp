@@ -66,11 +66,65 @@ static bool logicalInputsAreBool(NodeContext &c) {
   return true;
 }
 
+/// The rank of input `i` (a value or a constant), or -1.
+static int64_t rankOfInput(NodeContext &c, size_t i) {
+  if (const Type *type = c.typeOf(i))
+    return type->getRank();
+  if (const TensorData *data = c.constant(i))
+    return int64_t(data->getShape().size());
+  return -1;
+}
+
+/// Before opset 7, `broadcast = 1` with an `axis` lines B's dims up with
+/// A's from that axis (Add-1: A [2, 3, 4, 5], B [3, 4], axis 1) where
+/// NumPy's rule lines up trailing dims. Returns how many unit dims B needs
+/// after its own for NumPy's rule to give the same (0: none), or -1 after
+/// an error. Without `broadcast` the shapes are equal, or broadcast as
+/// NumPy's rule says (TVM's reading of these opsets).
+static int64_t legacyTrailingUnitDims(NodeContext &c) {
+  if (c.opset >= 7)
+    return 0;
+  bool broadcast = c.attrInt("broadcast", 0) != 0;
+  int64_t axis = c.attrInt("axis", -1);
+  if (!broadcast || !c.hasAttr("axis"))
+    return 0;
+  int64_t rankA = rankOfInput(c, 0), rankB = rankOfInput(c, 1);
+  if (rankA < 0 || rankB < 0)
+    return c.fail("broadcast with an axis needs tensor inputs"), -1;
+  if (axis < 0)
+    axis += rankA;
+  if (axis < 0 || axis + rankB > rankA)
+    return c.fail("axis " + std::to_string(c.attrInt("axis", 0)) + " does not place B (rank " +
+                  std::to_string(rankB) + ") within A (rank " + std::to_string(rankA) + ")"),
+           -1;
+  return rankA - axis - rankB;
+}
+
 template <const char *Op>
 static bool convertBinary(NodeContext &c) {
   llvm::StringRef onnxType = c.node.op_type();
   if (!logicalInputsAreBool(c))
     return false;
+  int64_t unitDims = legacyTrailingUnitDims(c);
+  if (unitDims < 0)
+    return false;
+  if (unitDims > 0) {
+    std::optional<Operand> a = operandOf(c, 0, 1), b = operandOf(c, 1, 0);
+    if (!a || !b)
+      return false;
+    if (!b->isLiteral()) { // one element broadcasts either way
+      Shape shape = b->value->type.getShape();
+      shape.insert(shape.end(), size_t(unitDims), Dim::of(1));
+      Attrs attrs;
+      attrs.set("shape", makeShapeList(shape));
+      Value *aligned = c.emit("reshape", {*b}, attrs, c.node.output(0) + "_b");
+      if (!aligned)
+        return false;
+      b = Operand::of(aligned);
+    }
+    c.define(0, c.emit(Op, {*a, *b}));
+    return true;
+  }
   if ((onnxType == "Add" || onnxType == "Sub" || onnxType == "Mul" || onnxType == "Div") &&
       foldShapeArithmetic(c, onnxType))
     return true;
@@ -186,7 +240,17 @@ static bool convertClip(NodeContext &c) {
 static bool castInput(NodeContext &c, std::optional<DType> dtype);
 
 static bool convertCast(NodeContext &c) {
-  std::optional<DType> dtype = c.dtypeOf(c.attrInt("to", 0), "the target of Cast");
+  int64_t onnxType = 0;
+  if (c.opset < 6) { // Cast-1 names the type: to = "FLOAT"
+    std::string name = c.attrString("to", "");
+    onnx::TensorProto::DataType parsed;
+    if (!onnx::TensorProto::DataType_Parse(name, &parsed))
+      return c.fail("'" + name + "' is no ONNX element type");
+    onnxType = parsed;
+  } else {
+    onnxType = c.attrInt("to", 0);
+  }
+  std::optional<DType> dtype = c.dtypeOf(onnxType, "the target of Cast");
   return castInput(c, dtype);
 }
 

@@ -57,6 +57,10 @@ static bool convertGemm(NodeContext &c) {
   if (c.attrInt("transB", 0))
     b = c.emit("permute_dims", {Operand::of(b)}, {}, name + "_bt");
   double alpha = c.attrFloat("alpha", 1.0), beta = c.attrFloat("beta", 1.0);
+  // Gemm before opset 7 says whether C broadcasts; NumPy's rule covers
+  // both answers.
+  if (c.opset < 7)
+    c.attrInt("broadcast", 0);
   if (!isFloatDType(a->type.getDType()) &&
       (!isInt64Value(alpha) || !isInt64Value(beta)))
     return c.fail("alpha and beta must be integers for " + dtypeName(a->type.getDType()).str() +

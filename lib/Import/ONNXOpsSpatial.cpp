@@ -38,14 +38,15 @@ static bool staticDims(NodeContext &c, const Type &x, std::initializer_list<int>
   return true;
 }
 
-static Value *reshapeTo(NodeContext &c, Value *x, const Shape &shape, const std::string &hint) {
+Value *onnximport::reshapeTo(NodeContext &c, Value *x, const Shape &shape,
+                              const std::string &hint) {
   Attrs attrs;
   attrs.set("shape", makeShapeList(shape));
   return x ? c.emit("reshape", {Operand::of(x)}, attrs, hint) : nullptr;
 }
 
-static Value *permute(NodeContext &c, Value *x, const std::vector<int64_t> &axes,
-                      const std::string &hint) {
+Value *onnximport::permute(NodeContext &c, Value *x, const std::vector<int64_t> &axes,
+                           const std::string &hint) {
   Attrs attrs;
   attrs.set("axes", makeIntList(axes));
   return x ? c.emit("permute_dims", {Operand::of(x)}, attrs, hint) : nullptr;

@@ -40,7 +40,17 @@ static bool convertReshape(NodeContext &c) {
   Value *x = c.input(0);
   if (!x)
     return false;
-  std::optional<ShapeValue> shape = c.shapeValue(1);
+  std::optional<ShapeValue> shape;
+  if (c.opset < 5) { // Reshape-1: the `shape` attribute
+    std::optional<std::vector<int64_t>> attr = c.attrInts("shape");
+    if (!attr)
+      return c.fail("the shape attribute is required before opset 5");
+    shape.emplace();
+    for (int64_t size : *attr)
+      shape->elements.push_back(Dim::of(size));
+  } else {
+    shape = c.shapeValue(1);
+  }
   if (!shape)
     return c.fail("the shape (input 1) must be a constant or a shape computation that folds");
   bool allowZero = c.attrInt("allowzero", 0) != 0;
@@ -160,9 +170,11 @@ static bool convertSqueeze(NodeContext &c) {
 }
 
 static bool convertConcat(NodeContext &c) {
-  int64_t axis = c.attrInt("axis", 0);
-  if (!c.hasAttr("axis"))
+  // Concat-1 concatenates channels (axis 1) by default; from opset 4 the
+  // axis is required.
+  if (!c.hasAttr("axis") && c.opset >= 4)
     return c.fail("axis is required");
+  int64_t axis = c.attrInt("axis", 1);
   // All inputs shape values (no FIR value): concatenate their elements.
   bool allShapes = c.numInputs() > 0;
   for (size_t i = 0; i < c.numInputs(); ++i)

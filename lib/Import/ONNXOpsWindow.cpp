@@ -7,19 +7,14 @@
 // ceil_mode rule is matched, below); GlobalAveragePool/GlobalMaxPool ->
 // mean/max over the spatial axes with keepdims. 1-D Conv and pools (NCL)
 // run as the 2-D ones over a unit height: expand_dims at 2, the attributes
-// lifted ([v] -> [neutral, v]), squeeze after.
+// lifted ([v] -> [neutral, v]), squeeze after; 3-D ones (NCDHW) as 2-D ones
+// over depth slices (ONNXOpsVolume.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "ONNXImporter.h"
 
 using namespace fusec;
 using namespace fusec::onnximport;
-
-/// Pool/conv window attributes: pads [top, left, bottom, right] from
-/// `pads` or `auto_pad`, strides, dilations.
-struct Window {
-  std::vector<int64_t> kernel, strides{1, 1}, dilations{1, 1}, pads{0, 0, 0, 0};
-};
 
 std::vector<int64_t> onnximport::liftWindowList(std::vector<int64_t> values, int64_t neutral) {
   if (values.size() == 1)
@@ -60,33 +55,29 @@ Value *onnximport::dropUnitHeight(NodeContext &c, Value *v, llvm::StringRef name
   return v ? c.emit("squeeze", {Operand::of(v)}, attrs, name) : nullptr;
 }
 
-/// `x` is the (lifted) rank-4 input; `oneD` lifts the 1-D attributes.
-static bool readWindow(NodeContext &c, const Type &x, Window &w, bool oneD) {
-  if (x.getRank() != 4)
-    return c.fail("only 1-D and 2-D windows (rank-3 NCL and rank-4 NCHW inputs) are "
-                  "supported, not rank " + std::to_string(x.getRank()));
-  bool fits = true; // 1-D: one value per list, two pads
-  auto list = [&](const char *name, int64_t neutral) -> std::optional<std::vector<int64_t>> {
-    std::optional<std::vector<int64_t>> values = c.attrInts(name);
-    if (values && oneD) {
-      fits &= values->size() == (neutral == 0 ? 2u : 1u);
-      values = liftWindowList(*values, neutral);
-    }
-    return values;
-  };
-  if (oneD && w.kernel.size() == 1) // a pool's kernel_shape (Conv's is lifted already)
-    w.kernel = liftWindowList(w.kernel, 1);
-  if (auto strides = list("strides", 1))
+/// Reads the window attributes of `x`, whose S = rank - 2 spatial dims (1
+/// to 3) the window covers: S strides, dilations (and w.kernel, given) and
+/// 2S pads [begins..., ends...] from `pads` or `auto_pad`.
+static bool readWindow(NodeContext &c, const Type &x, Window &w) {
+  size_t spatial = size_t(x.getRank() - 2);
+  if (x.getRank() < 3 || x.getRank() > 5)
+    return c.fail("only 1-D, 2-D and 3-D windows (inputs of rank 3 to 5) are supported, not "
+                  "rank " + std::to_string(x.getRank()));
+  if (w.kernel.size() != spatial)
+    return c.fail("kernel_shape needs " + std::to_string(spatial) + " values for " + x.str());
+  w.strides.assign(spatial, 1);
+  w.dilations.assign(spatial, 1);
+  w.pads.assign(2 * spatial, 0);
+  if (auto strides = c.attrInts("strides"))
     w.strides = *strides;
-  if (auto dilations = list("dilations", 1))
+  if (auto dilations = c.attrInts("dilations"))
     w.dilations = *dilations;
-  if (auto pads = list("pads", 0))
+  if (auto pads = c.attrInts("pads"))
     w.pads = *pads;
-  if (oneD && !fits)
-    return c.fail("a 1-D window takes one stride and dilation and 2 pads");
-  if (w.kernel.size() != 2 || w.strides.size() != 2 || w.dilations.size() != 2 ||
-      w.pads.size() != 4)
-    return c.fail("kernel_shape, strides and dilations need 2 values and pads 4");
+  if (w.strides.size() != spatial || w.dilations.size() != spatial ||
+      w.pads.size() != 2 * spatial)
+    return c.fail("strides and dilations need " + std::to_string(spatial) + " values and pads " +
+                  std::to_string(2 * spatial) + " for " + x.str());
   // Bounded so that no window arithmetic below (or in the op's inference)
   // can overflow.
   const std::pair<const char *, const std::vector<int64_t> *> bounded[] = {
@@ -98,14 +89,14 @@ static bool readWindow(NodeContext &c, const Type &x, Window &w, bool oneD) {
       if (v < lowest || v > kMaxDimSize)
         return c.fail(std::string(what) + " must be in [" + std::to_string(lowest) + ", 2^40]");
   }
-  for (int d = 0; d < 2; ++d)
+  for (size_t d = 0; d < spatial; ++d)
     if (__int128(w.kernel[d] - 1) * w.dilations[d] + 1 > kMaxDimSize)
       return c.fail("the window ((kernel - 1) x dilation + 1) must be at most 2^40");
   std::string autoPad = c.attrString("auto_pad", "NOTSET");
   if (autoPad == "VALID") {
-    w.pads = {0, 0, 0, 0};
+    w.pads.assign(2 * spatial, 0);
   } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-    for (int d = 0; d < 2; ++d) {
+    for (size_t d = 0; d < spatial; ++d) {
       const Dim &in = x.getShape()[2 + d];
       if (in.isSymbolic())
         return c.fail("auto_pad " + autoPad + " on the symbolic dim '" + in.symbol +
@@ -118,7 +109,7 @@ static bool readWindow(NodeContext &c, const Type &x, Window &w, bool oneD) {
       int64_t total = std::max<int64_t>(0, int64_t(needed));
       int64_t small = total / 2, large = total - small;
       w.pads[d] = autoPad == "SAME_UPPER" ? small : large;
-      w.pads[2 + d] = autoPad == "SAME_UPPER" ? large : small;
+      w.pads[spatial + d] = autoPad == "SAME_UPPER" ? large : small;
     }
   } else if (autoPad != "NOTSET") {
     return c.fail("auto_pad '" + autoPad + "' is not supported");
@@ -126,31 +117,46 @@ static bool readWindow(NodeContext &c, const Type &x, Window &w, bool oneD) {
   return true;
 }
 
+/// A 1-D window as the 2-D one over a unit height.
+static Window liftTo2D(const Window &w) {
+  return {liftWindowList(w.kernel, 1), liftWindowList(w.strides, 1),
+          liftWindowList(w.dilations, 1), liftWindowList(w.pads, 0)};
+}
+
 static bool convertConv(NodeContext &c) {
   Value *x = c.input(0), *w = c.input(1);
   if (!x || !w)
     return false;
   std::string name = c.node.output(0);
+  int64_t rank = x->type.getRank();
+  if (rank < 3 || rank > 5 || w->type.getRank() != rank)
+    return c.fail("only 1-D, 2-D and 3-D convolutions (input and weights of equal rank, 3 "
+                  "to 5) are supported, not " + x->type.str() + " and " + w->type.str());
+  Window window;
+  for (int64_t d = 2; d < rank; ++d) {
+    const Dim &k = w->type.getShape()[size_t(d)];
+    if (k.isSymbolic())
+      return c.fail("the weights' spatial dims must be static, not '" + k.symbol + "'");
+    window.kernel.push_back(k.size);
+  }
+  if (auto kernel = c.attrInts("kernel_shape"); kernel && *kernel != window.kernel)
+    return c.fail("kernel_shape does not match the weights' spatial dims");
+  if (!readWindow(c, x->type, window))
+    return false;
+  int64_t groups = c.attrInt("group", 1);
+  if (groups < 1 || groups > kMaxDimSize)
+    return c.fail("group must be in [1, 2^40]");
+  if (rank == 5)
+    return defineConvolution3D(c, x, w, window, groups, name);
   bool oneD = false; // a 1-D convolution is the 2-D one over a unit height
   if (!liftConvolution(c, x, w, name, oneD))
     return false;
-  if (w->type.getRank() != 4)
-    return c.fail("only 1-D and 2-D convolutions (rank-3 and rank-4 weights) are supported");
-  Window window;
-  for (int d = 0; d < 2; ++d)
-    window.kernel.push_back(w->type.getShape()[2 + d].size);
-  if (auto kernel = c.attrInts("kernel_shape");
-      kernel && (oneD ? liftWindowList(*kernel, 1) : *kernel) != window.kernel)
-    return c.fail("kernel_shape does not match the weights' spatial dims");
-  if (!readWindow(c, x->type, window, oneD))
-    return false;
+  if (oneD)
+    window = liftTo2D(window);
   Attrs attrs;
   attrs.set("strides", makeIntList(window.strides));
   attrs.set("padding", makeIntList(window.pads));
   attrs.set("dilation", makeIntList(window.dilations));
-  int64_t groups = c.attrInt("group", 1);
-  if (groups < 1 || groups > kMaxDimSize)
-    return c.fail("group must be in [1, 2^40]");
   attrs.set("groups", Attr::makeInt(groups));
   defineConvolution(c, x, w, std::move(attrs), name, oneD);
   return true;
@@ -176,11 +182,12 @@ void onnximport::defineConvolution(NodeContext &c, Value *x, Value *w, Attrs att
 /// end padding becomes exactly what ONNX's last window reaches. Padding never
 /// counts (max pads with the lowest value, the average excludes it), so the
 /// values are unchanged.
-static bool matchONNXCeilMode(NodeContext &c, const Type &x, Window &w, bool &ceilMode) {
-  int64_t ends[2] = {0, 0};
+bool onnximport::matchONNXCeilMode(NodeContext &c, const Type &x, Window &w, bool &ceilMode) {
+  size_t spatial = w.kernel.size();
+  std::vector<int64_t> ends(spatial, 0);
   bool differs = false;
-  for (int d = 0; d < 2; ++d) {
-    int64_t stride = w.strides[d], begin = w.pads[d], end = w.pads[2 + d];
+  for (size_t d = 0; d < spatial; ++d) {
+    int64_t stride = w.strides[d], begin = w.pads[d], end = w.pads[spatial + d];
     int64_t extent = (w.kernel[d] - 1) * w.dilations[d] + 1;
     const Dim &in = x.getShape()[2 + d];
     if (in.isSymbolic()) {
@@ -202,15 +209,15 @@ static bool matchONNXCeilMode(NodeContext &c, const Type &x, Window &w, bool &ce
   }
   if (!differs)
     return true;
-  // ceil_mode covers both dims, and a symbolic one cannot be given floor's
+  // ceil_mode covers every dim, and a symbolic one cannot be given floor's
   // answer by its padding.
-  for (int d = 0; d < 2; ++d)
+  for (size_t d = 0; d < spatial; ++d)
     if (x.getShape()[2 + d].isSymbolic())
       return c.fail("ceil_mode = 1 with a symbolic spatial dim where ONNX drops the last "
-                    "window of the other dim");
+                    "window of another dim");
   ceilMode = false;
-  w.pads[2] = ends[0];
-  w.pads[3] = ends[1];
+  for (size_t d = 0; d < spatial; ++d)
+    w.pads[spatial + d] = ends[d];
   return true;
 }
 
@@ -220,35 +227,44 @@ static bool convertPool(NodeContext &c) {
   if (!x)
     return false;
   std::string name = c.node.output(0);
-  bool oneD = x->type.getRank() == 3; // the 2-D pool over a unit height
-  if (oneD && !(x = withUnitHeight(c, 0, name + "_input")))
-    return false;
   Window window;
   if (auto kernel = c.attrInts("kernel_shape"))
     window.kernel = *kernel;
-  if (oneD && window.kernel.size() != 1)
-    return c.fail("a 1-D pool takes one kernel size");
-  if (!readWindow(c, x->type, window, oneD))
+  else
+    return c.fail("kernel_shape is required");
+  if (!readWindow(c, x->type, window))
     return false;
-  Attrs attrs;
-  attrs.set("pool_size", makeIntList(window.kernel));
-  attrs.set("strides", makeIntList(window.strides));
-  attrs.set("dilation", makeIntList(window.dilations));
   bool ceilMode = c.attrInt("ceil_mode", 0) != 0;
   if (ceilMode && !matchONNXCeilMode(c, x->type, window, ceilMode))
     return false;
-  attrs.set("padding", makeIntList(window.pads));
-  attrs.set("ceil_mode", Attr::makeBool(ceilMode));
   if (IsMax && c.attrInt("storage_order", 0) != 0)
     return c.fail("storage_order = 1 is not supported");
   if (!IsMax && c.attrInt("count_include_pad", 0) != 0 &&
       llvm::any_of(window.pads, [](int64_t p) { return p != 0; }))
     return c.fail("count_include_pad = 1 with padding is not supported (fusec's average "
                   "pool excludes the padding, as TVM's does by default)");
-  Value *pooled = c.emit(IsMax ? "nn.max_pool2d" : "nn.avg_pool2d", {Operand::of(x)}, attrs,
-                         oneD ? name + "_2d" : name);
+  if (x->type.getRank() == 5)
+    return definePool3D(c, x, window, ceilMode, IsMax, name);
+  bool oneD = x->type.getRank() == 3; // the 2-D pool over a unit height
+  if (oneD) {
+    if (!(x = withUnitHeight(c, 0, name + "_input")))
+      return false;
+    window = liftTo2D(window);
+  }
+  Value *pooled = c.emit(IsMax ? "nn.max_pool2d" : "nn.avg_pool2d", {Operand::of(x)},
+                         poolAttrs(window, ceilMode), oneD ? name + "_2d" : name);
   c.define(0, oneD ? dropUnitHeight(c, pooled, name) : pooled);
   return true;
+}
+
+Attrs onnximport::poolAttrs(const Window &window, bool ceilMode) {
+  Attrs attrs;
+  attrs.set("pool_size", makeIntList(window.kernel));
+  attrs.set("strides", makeIntList(window.strides));
+  attrs.set("dilation", makeIntList(window.dilations));
+  attrs.set("padding", makeIntList(window.pads));
+  attrs.set("ceil_mode", Attr::makeBool(ceilMode));
+  return attrs;
 }
 
 template <const char *Op>

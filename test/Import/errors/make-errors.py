@@ -126,10 +126,10 @@ def main():
         [vi("x", [4])], [], check=False))
 
     # A 3-D convolution: rank-5 input and weights (valid ONNX).
-    save("conv3d", model(
-        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv3d")],
-        [vi("x", [1, 2, 4, 4, 4])], [vi("y", [1, 4, 2, 2, 2])],
-        [const("w", np.zeros([4, 2, 3, 3, 3], np.float32))]))
+    save("conv4d", model(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv4d")],
+        [vi("x", [1, 2, 4, 4, 4, 4])], [vi("y", [1, 4, 2, 2, 2, 2])],
+        [const("w", np.zeros([4, 2, 3, 3, 3, 3], np.float32))]))
 
     # An initializer whose raw_data holds 20 bytes where f32[2,3] needs 24.
     bad = helper.make_tensor("w", F32, [2, 3], b"\0" * 24, raw=True)

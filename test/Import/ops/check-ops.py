@@ -20,7 +20,7 @@ failures = 0
 
 
 def run_model(name, nodes, x, inits, expected, opset=13, levels=([], ["-O2"]), external=False,
-              suffix="", x_dims=None):
+              suffix="", x_dims=None, tolerance=1e-6):
     """Builds the graph `nodes` (input x, declared with `x_dims` or x's shape,
     output y), imports it at each level, runs it on x and compares y with
     `expected`; `suffix` is printed after the result (`ok`, or `FAIL ...`)."""
@@ -52,18 +52,20 @@ def run_model(name, nodes, x, inits, expected, opset=13, levels=([], ["-O2"]), e
             failures += 1
             continue
         got = np.load(os.path.join(out, "out0.npy"))
-        ok = got.shape == expected.shape and np.allclose(got, expected, rtol=1e-6, atol=1e-6,
-                                                          equal_nan=True)
-        print("%s: %s%s" % (label, "ok" if ok else "FAIL got %s expected %s" % (got, expected),
+        ok = got.shape == expected.shape and np.allclose(got, expected, rtol=tolerance,
+                                                          atol=tolerance, equal_nan=True)
+        problem = ("FAIL got %s expected %s" % (got, expected) if got.shape != expected.shape or
+                   got.size <= 32 else "FAIL max error %g" % np.nanmax(np.abs(got - expected)))
+        print("%s: %s%s" % (label, "ok" if ok else problem,
                             suffix(fir) if callable(suffix) else suffix))
         failures += not ok
 
 
-def check(name, op, x, consts, attrs, expected, opset=13):
+def check(name, op, x, consts, attrs, expected, opset=13, tolerance=1e-6):
     """One `op` node reading x and the constants `consts` (as initializers)."""
     inits = [numpy_helper.from_array(np.asarray(v), n) for n, v in consts]
     node = helper.make_node(op, ["x"] + [n for n, _ in consts], ["y"], **attrs)
-    run_model(name, [node], x, inits, expected, opset)
+    run_model(name, [node], x, inits, expected, opset, tolerance=tolerance)
 
 
 x = rng.standard_normal((2, 3, 4)).astype(np.float32)
@@ -601,5 +603,123 @@ for dtype, onnx_type, fir_type, a, b in ((np.int8, TensorProto.INT8, "i8", 127, 
     ok = want in text
     print("%s: %s" % (name, "ok" if ok else "FAIL " + text.strip()[:200]))
     failures += not ok
+
+
+def window_outputs(size, kernel, stride, pad_begin, pad_end, dilation, ceil):
+    """ONNX's output count along one dim (ceil_mode drops a last window
+    that starts in the end padding)."""
+    span = size + pad_begin + pad_end - ((kernel - 1) * dilation + 1)
+    out = (-(-span // stride) if ceil else span // stride) + 1
+    return out - 1 if ceil and (out - 1) * stride >= size + pad_begin else out
+
+
+def onnx_pool_3d(x, kernel, strides, pads, dilations, ceil, is_max):
+    """A 3-D pool by its definition: padding never counts."""
+    dims = x.shape[2:]
+    outs = [window_outputs(dims[d], kernel[d], strides[d], pads[d], pads[3 + d], dilations[d],
+                           ceil) for d in range(3)]
+    y = np.zeros(x.shape[:2] + tuple(outs), np.float32)
+    for o in np.ndindex(*outs):
+        taps = [[o[d] * strides[d] - pads[d] + k * dilations[d] for k in range(kernel[d])
+                 if 0 <= o[d] * strides[d] - pads[d] + k * dilations[d] < dims[d]]
+                for d in range(3)]
+        win = x[:, :, taps[0]][:, :, :, taps[1]][:, :, :, :, taps[2]]
+        y[(slice(None), slice(None)) + o] = (win.max(axis=(2, 3, 4)) if is_max
+                                              else win.mean(axis=(2, 3, 4)))
+    return y
+
+
+def conv_3d_ref(x, w, bias, strides, pads, dilations, groups):
+    """A 3-D convolution by its definition, one kernel tap at a time."""
+    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + [(pads[d], pads[3 + d])
+                                                         for d in range(3)])
+    outs = [window_outputs(x.shape[2 + d], w.shape[2 + d], strides[d], pads[d], pads[3 + d],
+                           dilations[d], False) for d in range(3)]
+    cg, og = x.shape[1] // groups, w.shape[0] // groups
+    y = np.zeros((x.shape[0], w.shape[0]) + tuple(outs))
+    for k in np.ndindex(*w.shape[2:]):
+        tap = xp[(slice(None), slice(None)) + tuple(
+            slice(k[d] * dilations[d], k[d] * dilations[d] + (outs[d] - 1) * strides[d] + 1,
+                  strides[d]) for d in range(3))]
+        for g in range(groups):
+            y[:, g * og:(g + 1) * og] += np.einsum(
+                "ncdhw,oc->nodhw", tap[:, g * cg:(g + 1) * cg],
+                w[g * og:(g + 1) * og, :, k[0], k[1], k[2]])
+    if bias is not None:
+        y += bias.reshape(1, -1, 1, 1, 1)
+    return y.astype(np.float32)
+
+
+# 3-D convolutions (as one 2-D convolution over depth taps folded into the
+# channels) and pools (the taps combined, one 2-D pool): strides,
+# dilations, asymmetric pads, groups, depthwise, auto_pad, ceil_mode.
+vol = rng.standard_normal((2, 4, 5, 6, 7)).astype(np.float32)
+for label, w_shape, attrs in (
+        ("plain", (3, 4, 3, 3, 3), {}),
+        ("strided_dilated", (6, 4, 2, 3, 2),
+         {"strides": [2, 1, 2], "dilations": [2, 1, 2], "pads": [1, 0, 2, 0, 1, 1]}),
+        ("groups", (4, 2, 3, 1, 2), {"group": 2, "pads": [1, 1, 0, 1, 0, 1]}),
+        ("depthwise", (4, 1, 3, 3, 3), {"group": 4, "auto_pad": "SAME_UPPER"})):
+    wv = rng.standard_normal(w_shape).astype(np.float32)
+    bv = rng.standard_normal(w_shape[0]).astype(np.float32)
+    pads = attrs.get("pads", [0] * 6)
+    if attrs.get("auto_pad") == "SAME_UPPER":  # stride 1: kernel - 1, the extra one after
+        pads = [(k - 1) // 2 for k in w_shape[2:]] + [k // 2 for k in w_shape[2:]]
+    check("conv3d_" + label, "Conv", vol, [("w", wv), ("b", bv)], attrs,
+          conv_3d_ref(vol, wv, bv, attrs.get("strides", [1] * 3), pads,
+                      attrs.get("dilations", [1] * 3), attrs.get("group", 1)),
+          tolerance=1e-5)  # sums of up to 108 f32 products
+for op, is_max in (("MaxPool", True), ("AveragePool", False)):
+    for label, kernel, strides, pads, dilations, ceil in (
+            ("plain", [2, 2, 2], [2, 2, 2], [0] * 6, [1] * 3, 0),
+            ("padded", [3, 2, 3], [2, 1, 2], [1, 0, 1, 1, 1, 0], [1] * 3, 0),
+            ("ceil_drop", [2, 2, 2], [2, 2, 2], [1, 1, 1, 1, 1, 1], [1] * 3, 1),
+            ("ceil_depth", [2, 3, 3], [2, 3, 3], [0] * 6, [1] * 3, 1),
+            ("dilated", [2, 2, 2], [1, 2, 1], [0] * 6, [2, 1, 2], 0)):
+        if not is_max and dilations != [1] * 3:
+            continue  # AveragePool takes dilations from opset 19
+        attrs = {"kernel_shape": kernel, "strides": strides, "pads": pads, "ceil_mode": ceil}
+        if is_max:
+            attrs["dilations"] = dilations
+        check("%s_3d_%s" % (op.lower(), label), op, vol, [], attrs,
+              onnx_pool_3d(vol, kernel, strides, pads, dilations, ceil, is_max))
+# A dynamic batch: the pool keeps it; the convolution folds depth into the
+# batch, so it asks for --dim.
+run_model("maxpool_3d_dynamic_batch", [helper.make_node(
+    "MaxPool", ["x"], ["y"], kernel_shape=[2, 2, 2], strides=[1, 2, 2])], vol, [],
+    onnx_pool_3d(vol, [2, 2, 2], [1, 2, 2], [0] * 6, [1] * 3, 0, True),
+    x_dims=["batch", 4, 5, 6, 7])
+
+# Opsets 1 to 6: a binary op's `broadcast` with an `axis` lines B up with A
+# from that axis (NumPy's rule: from the end); Gemm's and BatchNormalization's
+# hints; consumed_inputs; Cast naming its type; Reshape's shape attribute;
+# Concat's default axis 1; PRelu's slope per channel.
+b34 = rng.standard_normal((3, 4)).astype(np.float32)
+x2345 = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+check("legacy_add_axis", "Add", x2345, [("b", b34)], {"broadcast": 1, "axis": 1},
+      x2345 + b34.reshape(1, 3, 4, 1), opset=6)
+b45 = rng.standard_normal((4, 5)).astype(np.float32)
+check("legacy_mul_trailing", "Mul", x2345, [("b", b45)], {"broadcast": 1}, x2345 * b45, opset=6)
+check("legacy_sub_negative_axis", "Sub", x2345, [("b", b34)], {"broadcast": 1, "axis": -3},
+      x2345 - b34.reshape(1, 3, 4, 1), opset=6)
+check("legacy_relu_consumed_inputs", "Relu", x2345, [], {"consumed_inputs": [0]},
+      np.maximum(x2345, 0), opset=5)
+check("legacy_reshape_attribute", "Reshape", x2345, [], {"shape": [6, -1]},
+      x2345.reshape(6, -1), opset=4)
+run_model("legacy_concat_default_axis", [helper.make_node("Concat", ["x", "x"], ["y"])],
+          x2345, [], np.concatenate([x2345, x2345], axis=1), opset=3)
+run_model("legacy_cast_named_type", [
+    helper.make_node("Cast", ["x"], ["i"], to="INT32"),
+    helper.make_node("Cast", ["i"], ["y"], to="FLOAT")], x2345 * 4, [],
+    np.trunc(x2345 * 4), opset=5)
+scale, bias, mean, var = (rng.uniform(0.5, 1.5, 3).astype(np.float32) for _ in range(4))
+check("legacy_batchnorm", "BatchNormalization", x2345,
+      [("s", scale), ("bias", bias), ("mean", mean), ("var", var)],
+      {"is_test": 1, "spatial": 1, "consumed_inputs": [0, 0, 0, 1, 1], "epsilon": 1e-5},
+      ((x2345 - mean.reshape(1, 3, 1, 1)) / np.sqrt(var.reshape(1, 3, 1, 1) + 1e-5) *
+       scale.reshape(1, 3, 1, 1) + bias.reshape(1, 3, 1, 1)).astype(np.float32), opset=5)
+slope = rng.standard_normal(3).astype(np.float32)
+check("legacy_prelu_channels", "PRelu", x2345, [("slope", slope)], {},
+      np.where(x2345 < 0, x2345 * slope.reshape(1, 3, 1, 1), x2345), opset=6)
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

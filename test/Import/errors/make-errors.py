@@ -250,6 +250,21 @@ def main():
         [const("scales", np.float32([1, 1, 2, 2])), const("sizes", np.int64([1, 1, 4, 4]))],
         check=False))
 
+    # An attribute of the wrong type (a float axis would read as 0).
+    concat = helper.make_node("Concat", ["x", "x"], ["y"], name="concat")
+    concat.attribute.append(helper.make_attribute("axis", 1.0))
+    save("attr_wrong_type", model([concat], [vi("x", [2, 3])], [vi("y", None)], check=False))
+
+    # Opset 6's broadcast with an axis that puts B past A's last dim, and
+    # Cast-1 naming no element type.
+    save("legacy_broadcast_axis", model(
+        [helper.make_node("Add", ["x", "b"], ["y"], name="add", broadcast=1, axis=3)],
+        [vi("x", [2, 3, 4, 5])], [vi("y", None)], [const("b", np.zeros([3, 4], np.float32))],
+        opset=6, check=False))
+    save("legacy_cast_name", model(
+        [helper.make_node("Cast", ["x"], ["y"], name="cast", to="FLOAT99")],
+        [vi("x", [2])], [vi("y", None)], opset=5, check=False))
+
     # A dim named like a dtype (FIR would read f32[f32] as a bad dim name).
     save("dim_named_like_dtype", model(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],

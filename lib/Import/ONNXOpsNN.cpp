@@ -4,7 +4,9 @@
 // multiplications, C added; MatMul -> matmul; BatchNormalization
 // (inference) -> x * s + t per channel, s and t folded from constant
 // statistics (in double, then rounded) or computed by ops when the
-// statistics are not constants; Softmax/LogSoftmax (opset 13: one axis);
+// statistics are not constants (per element with spatial = 0, opsets 1-8);
+// ImageScaler -> x * scale + a constant [1, C, 1, 1] bias;
+// Softmax/LogSoftmax (opset 13: one axis);
 // LayerNormalization ->
 // nn.layer_norm over the axes from `axis` on (a missing bias is zeros);
 // InstanceNormalization -> mean, variance and rsqrt over the spatial axes;
@@ -86,8 +88,9 @@ static bool convertGemm(NodeContext &c) {
 static bool convertBatchNorm(NodeContext &c) {
   double epsilon = c.attrFloat("epsilon", 1e-5);
   c.ignoreAttr("momentum");
-  if (c.attrInt("spatial", 1) != 1) // opsets 7-8
-    return c.fail("spatial = 0 is not supported");
+  // spatial = 0 (opsets 1-8): one statistic per element of a sample, the
+  // statistics shaped [C, D1, ..., Dn] as the input's dims after the batch.
+  bool spatial = c.attrInt("spatial", 1) != 0;
   if (c.attrInt("training_mode", 0))
     return c.fail("training_mode = 1 is not supported (inference only)");
   Value *x = c.input(0);
@@ -100,13 +103,33 @@ static bool convertBatchNorm(NodeContext &c) {
   const TensorData *scale = c.constant(1), *bias = c.constant(2), *mean = c.constant(3),
                    *var = c.constant(4);
   Value *s = nullptr, *t = nullptr;
+  if (!spatial && rank > 2) {
+    Shape sample(x->type.getShape().begin() + 1, x->type.getShape().end());
+    for (size_t i = 1; i <= 4; ++i) {
+      const Type *type = c.typeOf(i);
+      const TensorData *data = c.constant(i);
+      Shape shape;
+      if (type)
+        shape = type->getShape();
+      else if (data)
+        for (int64_t size : data->getShape())
+          shape.push_back(Dim::of(size));
+      if (shape != sample)
+        return c.fail("with spatial = 0, scale, B, mean and var must have the input's dims "
+                      "after the batch");
+    }
+  }
   if (scale && bias && mean && var) {
     int64_t channels = scale->getNumElements();
     for (const TensorData *v : {bias, mean, var})
-      if (v->getNumElements() != channels || v->getShape().size() != 1)
+      if (v->getNumElements() != channels || (spatial && v->getShape().size() != 1))
         return c.fail("scale, B, mean and var must be vectors of one length");
     std::vector<int64_t> shape(size_t(rank), 1);
     shape[1] = channels;
+    if (!spatial) {
+      shape = scale->getShape();
+      shape.insert(shape.begin(), 1);
+    }
     TensorData sData(x->type.getDType(), shape), tData(x->type.getDType(), shape);
     for (int64_t k = 0; k < channels; ++k) {
       double factor = scale->get(k) / std::sqrt(var->get(k) + epsilon);
@@ -116,10 +139,12 @@ static bool convertBatchNorm(NodeContext &c) {
     s = c.emitConstant(std::move(sData), name + "_scale");
     t = c.emitConstant(std::move(tData), name + "_shift");
   } else {
-    Value *scaleV = perChannel(c, 1, rank, name + "_gamma");
-    Value *biasV = perChannel(c, 2, rank, name + "_beta");
-    Value *meanV = perChannel(c, 3, rank, name + "_mean");
-    Value *varV = perChannel(c, 4, rank, name + "_var");
+    // Per element (spatial = 0), the statistics broadcast as they are.
+    auto statistic = [&](size_t i, const char *suffix) {
+      return spatial ? perChannel(c, i, rank, name + suffix) : c.input(i);
+    };
+    Value *scaleV = statistic(1, "_gamma"), *biasV = statistic(2, "_beta"),
+          *meanV = statistic(3, "_mean"), *varV = statistic(4, "_var");
     if (!scaleV || !biasV || !meanV || !varV)
       return false;
     DType dtype = x->type.getDType();
@@ -133,6 +158,38 @@ static bool convertBatchNorm(NodeContext &c) {
   }
   Value *scaled = c.emit("multiply", {Operand::of(x), Operand::of(s)}, {}, name + "_scaled");
   c.define(0, c.emit("add", {Operand::of(scaled), Operand::of(t)}));
+  return true;
+}
+
+/// ImageScaler (an experimental operator of opsets 1 to 9, in the first
+/// model zoo's Tiny YOLOv2): scale x + bias[c] over NCHW.
+static bool convertImageScaler(NodeContext &c) {
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  const Type &type = x->type;
+  if (type.getRank() < 2 || !isFloatDType(type.getDType()) || type.getShape()[1].isSymbolic())
+    return c.fail("the input must be a float tensor with static channels, not " + type.str());
+  double scale = c.attrFloat("scale", 1.0);
+  std::vector<double> bias = c.attrFloats("bias");
+  int64_t channels = type.getShape()[1].size;
+  if (!bias.empty() && int64_t(bias.size()) != channels)
+    return c.fail("bias has " + std::to_string(bias.size()) + " values for " +
+                  std::to_string(channels) + " channels");
+  std::string name = c.node.output(0);
+  Value *scaled = x;
+  if (scale != 1)
+    scaled = c.emit("multiply", {Operand::of(x), NodeContext::literal(scale, type.getDType())}, {},
+                    bias.empty() ? name : name + "_scaled");
+  if (!scaled || bias.empty())
+    return c.define(0, scaled), scaled != nullptr;
+  std::vector<int64_t> shape(size_t(type.getRank()), 1);
+  shape[1] = channels;
+  TensorData values(type.getDType(), shape);
+  for (int64_t k = 0; k < channels; ++k)
+    values.set(k, bias[size_t(k)]);
+  Value *offsets = c.emitConstant(std::move(values), name + "_bias");
+  c.define(0, c.emit("add", {Operand::of(scaled), Operand::of(offsets)}, {}, name));
   return true;
 }
 
@@ -337,6 +394,7 @@ void onnximport::registerNNOps(std::vector<OpConverter> &table) {
       {"MatMul", convertMatMul},
       {"Gemm", convertGemm},
       {"BatchNormalization", convertBatchNorm},
+      {"ImageScaler", convertImageScaler},
       {"Softmax", convertSoftmax<kSoftmax>},
       {"LogSoftmax", convertSoftmax<kLogSoftmax>},
       {"LayerNormalization", convertLayerNorm},

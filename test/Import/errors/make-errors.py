@@ -265,6 +265,12 @@ def main():
         [helper.make_node("Cast", ["x"], ["y"], name="cast", to="FLOAT99")],
         [vi("x", [2])], [vi("y", None)], opset=5, check=False))
 
+    # A 3-D convolution folds depth into the batch, which must be static.
+    save("conv3d_dynamic_batch", model(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv3d")],
+        [vi("x", ["batch", 2, 4, 4, 4])], [vi("y", None)],
+        [const("w", np.zeros([4, 2, 3, 3, 3], np.float32))], check=False))
+
     # A dim named like a dtype (FIR would read f32[f32] as a bad dim name).
     save("dim_named_like_dtype", model(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],

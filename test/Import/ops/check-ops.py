@@ -721,5 +721,15 @@ check("legacy_batchnorm", "BatchNormalization", x2345,
 slope = rng.standard_normal(3).astype(np.float32)
 check("legacy_prelu_channels", "PRelu", x2345, [("slope", slope)], {},
       np.where(x2345 < 0, x2345 * slope.reshape(1, 3, 1, 1), x2345), opset=6)
+# BatchNormalization with spatial = 0 (opsets 1 to 8): statistics per
+# element of a sample, shaped as the input's dims after the batch; and
+# ImageScaler (opsets 1 to 9, Tiny YOLOv2's first node).
+stats = [rng.uniform(0.5, 1.5, (3, 4, 5)).astype(np.float32) for _ in range(4)]
+check("batchnorm_per_element", "BatchNormalization", x2345,
+      list(zip(("s", "bias", "mean", "var"), stats)), {"spatial": 0, "epsilon": 1e-3},
+      ((x2345 - stats[2]) / np.sqrt(stats[3] + 1e-3) * stats[0] + stats[1]).astype(np.float32),
+      opset=7, tolerance=1e-5)
+check("image_scaler", "ImageScaler", x2345, [], {"scale": 0.5, "bias": [1.0, -2.0, 3.0]},
+      x2345 * 0.5 + np.float32([1, -2, 3]).reshape(1, 3, 1, 1), opset=8)
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

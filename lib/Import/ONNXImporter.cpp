@@ -501,6 +501,7 @@ static const std::vector<OpConverter> &converterTable() {
     registerWindowOps(all);
     registerReduceOps(all);
     registerSpatialOps(all);
+    registerConvTransposeOps(all);
     registerRecurrentOps(all);
     registerTensorOps(all);
     registerScanOps(all);

@@ -138,6 +138,9 @@ void foldNodeOnConstants(Importer &importer, NodeContext &c, size_t firstNew);
 /// spatial...] of rank `rank`: reshaped if constant, else expand_dims
 /// (ONNXOpsNN.cpp).
 Value *perChannel(NodeContext &c, size_t i, int64_t rank, llvm::StringRef hint);
+/// Whether dims `dims` of `x` are static; otherwise reports which is not
+/// (with the --dim that fixes it) and returns false.
+bool staticDims(NodeContext &c, const Type &x, const std::vector<int64_t> &dims);
 /// reshape(x) {shape} and permute_dims(x) {axes}; null when `x` is null
 /// or after an error.
 Value *reshapeTo(NodeContext &c, Value *x, const Shape &shape, const std::string &hint);
@@ -161,8 +164,9 @@ bool matchONNXCeilMode(NodeContext &c, const Type &x, Window &w, bool &ceilMode)
 Attrs poolAttrs(const Window &window, bool ceilMode);
 /// 3-D convolutions and pools (NCDHW) as 2-D ones over depth slices
 /// (ONNXOpsVolume.cpp); each defines output 0, false after an error.
-bool defineConvolution3D(NodeContext &c, Value *x, Value *w, const Window &window, int64_t groups,
-                         const std::string &name);
+/// `weights` is w's data when it is a constant (folded at import), else null.
+bool defineConvolution3D(NodeContext &c, Value *x, Value *w, const TensorData *weights,
+                         const Window &window, int64_t groups, const std::string &name);
 bool definePool3D(NodeContext &c, Value *x, const Window &window, bool ceilMode, bool isMax,
                   const std::string &name);
 /// 1-D window operators (NCL) run as their 2-D forms over a unit height
@@ -193,6 +197,7 @@ void registerNNOps(std::vector<OpConverter> &table);
 void registerReduceOps(std::vector<OpConverter> &table);
 void registerWindowOps(std::vector<OpConverter> &table);
 void registerSpatialOps(std::vector<OpConverter> &table);
+void registerConvTransposeOps(std::vector<OpConverter> &table);
 void registerRecurrentOps(std::vector<OpConverter> &table);
 void registerTensorOps(std::vector<OpConverter> &table);
 void registerScanOps(std::vector<OpConverter> &table);

@@ -88,12 +88,13 @@ static std::vector<Value *> depthSlices(NodeContext &c, Value *x, const DepthSpl
 }
 
 /// Weights [O, C/g, kd, kh, kw] as [O, kd C/g, kh, kw], depth tap major.
-static Value *tapMajorWeights(NodeContext &c, Value *w, const std::string &name) {
+static Value *tapMajorWeights(NodeContext &c, Value *w, const TensorData *data,
+                              const std::string &name) {
   const Shape &shape = w->type.getShape();
   int64_t out = shape[0].size, in = shape[1].size, kd = shape[2].size, kh = shape[3].size,
           kw = shape[4].size;
   Shape flat{shape[0], Dim::of(kd * in), shape[3], shape[4]};
-  if (const TensorData *data = c.constant(1)) {
+  if (data) {
     std::vector<int64_t> dims;
     for (const Dim &dim : flat)
       dims.push_back(dim.size);
@@ -113,7 +114,8 @@ static Value *tapMajorWeights(NodeContext &c, Value *w, const std::string &name)
                    name + "_weights");
 }
 
-bool onnximport::defineConvolution3D(NodeContext &c, Value *x, Value *w, const Window &window,
+bool onnximport::defineConvolution3D(NodeContext &c, Value *x, Value *w,
+                                     const TensorData *weightData, const Window &window,
                                      int64_t groups, const std::string &name) {
   std::optional<DepthSplit> split = splitDepth(c, x->type, window, false);
   if (!split)
@@ -150,7 +152,7 @@ bool onnximport::defineConvolution3D(NodeContext &c, Value *x, Value *w, const W
   Value *planes = reshapeTo(c, permute(c, stacked, {0, 4, 1, 2, 3, 5, 6}, name + "_depth_major"),
                             {Dim::of(batch * outputs), Dim::of(taps * channels), xs[3], xs[4]},
                             name + "_planes");
-  Value *weights = tapMajorWeights(c, w, name);
+  Value *weights = tapMajorWeights(c, w, weightData, name);
   if (!planes || !weights)
     return false;
   Attrs attrs;

@@ -147,7 +147,7 @@ static bool convertConv(NodeContext &c) {
   if (groups < 1 || groups > kMaxDimSize)
     return c.fail("group must be in [1, 2^40]");
   if (rank == 5)
-    return defineConvolution3D(c, x, w, window, groups, name);
+    return defineConvolution3D(c, x, w, c.constant(1), window, groups, name);
   bool oneD = false; // a 1-D convolution is the 2-D one over a unit height
   if (!liftConvolution(c, x, w, name, oneD))
     return false;

@@ -731,5 +731,49 @@ check("batchnorm_per_element", "BatchNormalization", x2345,
       opset=7, tolerance=1e-5)
 check("image_scaler", "ImageScaler", x2345, [], {"scale": 0.5, "bias": [1.0, -2.0, 3.0]},
       x2345 * 0.5 + np.float32([1, -2, 3]).reshape(1, 3, 1, 1), opset=8)
+
+
+def conv_transpose_3d_ref(x, w, strides, pads, dilations, groups, output_padding):
+    """ONNX ConvTranspose, 3-D, by scattering each kernel tap."""
+    n, cin, d, h, wd = x.shape
+    mg, kernel = w.shape[1], w.shape[2:]
+    cg = cin // groups
+    full = [(x.shape[2 + a] - 1) * strides[a] + (kernel[a] - 1) * dilations[a] + 1 +
+            output_padding[a] for a in range(3)]
+    y = np.zeros((n, mg * groups) + tuple(full))
+    for k in np.ndindex(*kernel):
+        at = tuple(slice(k[a] * dilations[a], k[a] * dilations[a] +
+                         (x.shape[2 + a] - 1) * strides[a] + 1, strides[a]) for a in range(3))
+        for g in range(groups):
+            y[(slice(None), slice(g * mg, (g + 1) * mg)) + at] += np.einsum(
+                "ncdhw,cm->nmdhw", x[:, g * cg:(g + 1) * cg],
+                w[g * cg:(g + 1) * cg, :, k[0], k[1], k[2]])
+    return y[(slice(None), slice(None)) + tuple(
+        slice(pads[a], full[a] - pads[3 + a]) for a in range(3))].astype(np.float32)
+
+
+# 3-D ConvTranspose (a 3-D convolution of the zero-inserted input): constant
+# weights with groups, strides, dilations, asymmetric pads and
+# output_padding; weights computed at run time; auto_pad SAME_UPPER.
+xv = rng.standard_normal((1, 4, 3, 4, 3)).astype(np.float32)
+wv = rng.standard_normal((4, 3, 2, 3, 2)).astype(np.float32)
+bv = rng.standard_normal(6).astype(np.float32)
+ct_attrs = {"strides": [2, 1, 3], "dilations": [1, 2, 1], "pads": [1, 0, 0, 0, 2, 1],
+            "group": 2, "output_padding": [1, 0, 2]}
+check("convtranspose_3d", "ConvTranspose", xv, [("w", wv), ("b", bv)], ct_attrs,
+      conv_transpose_3d_ref(xv, wv, [2, 1, 3], [1, 0, 0, 0, 2, 1], [1, 2, 1], 2, [1, 0, 2]) +
+      bv.reshape(1, -1, 1, 1, 1), tolerance=1e-5)
+run_model("convtranspose_3d_runtime_weights", [
+    helper.make_node("Add", ["w0", "zero"], ["w"]),
+    helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2, 1])], xv,
+    [numpy_helper.from_array(wv[:, :2], "w0"), numpy_helper.from_array(np.float32(0), "zero")],
+    conv_transpose_3d_ref(xv, wv[:, :2], [2, 2, 1], [0] * 6, [1] * 3, 1, [0] * 3),
+    tolerance=1e-5)
+same = conv_transpose_3d_ref(xv, wv, [2, 2, 2], [0] * 6, [1] * 3, 2, [0] * 3)
+excess = [same.shape[2 + a] - 2 * xv.shape[2 + a] for a in range(3)]  # SAME_UPPER: rest after
+check("convtranspose_3d_same_upper", "ConvTranspose", xv, [("w", wv)],
+      {"strides": [2, 2, 2], "group": 2, "auto_pad": "SAME_UPPER"},
+      same[:, :, excess[0] // 2:excess[0] // 2 + 6, excess[1] // 2:excess[1] // 2 + 8,
+           excess[2] // 2:excess[2] // 2 + 6], tolerance=1e-5)
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

@@ -207,15 +207,15 @@ std::string GroupOutliner::makeFunction(const std::vector<Binding *> &members,
   });
   for (size_t k = 0; k < names.size(); ++k)
     names[k].first->name = "v" + std::to_string(k);
-  // Attributes in canonical form too: `sum {axis = [1]}` and `sum {axis =
-  // [1], keepdims = false}` are one computation (TVM's attributes always
-  // hold every field, so its structural equality sees them equal).
+  // Attributes in the form TVM's attributes hold them: `sum {axis = 1}` and
+  // `sum {axis = [1], keepdims = false}` are one function (they hold every
+  // field), `sum {axis = [-1]}` another (axes stay as written).
   std::vector<std::pair<Binding *, Attrs>> writtenAttrs;
   outlined->forEachBinding([&](Binding &binding) {
     if (binding.kind != ExprKind::Op)
       return;
     writtenAttrs.push_back({&binding, binding.attrs});
-    binding.attrs = canonicalOpAttrs(binding);
+    binding.attrs = canonicalOpAttrs(binding, AttrForm::AsTVMHolds);
   });
   outlined->name = "_";
   std::string text;

@@ -181,6 +181,14 @@ std::string attrFormProblem(const OpInfo &info, llvm::StringRef name, const Attr
 /// to report.
 void normalizeOpAttrs(Binding &binding);
 
+/// Which canonical form: `Semantic` makes two spellings of one computation
+/// one form (pattern matching compares these); `AsTVMHolds` is what TVM
+/// Relax's attributes hold, so that function sharing sees what TVM's
+/// structural equality sees: axes as written (`sum {axis = [-1]}` and
+/// `sum {axis = [1]}` are two functions there) and absent where TVM's
+/// Python API leaves them None (a reduction's axes, permute_dims').
+enum class AttrForm { Semantic, AsTVMHolds };
+
 /// The value attribute `name` of an op binding has in canonical form, given
 /// `value` as written (null: absent), or std::nullopt where an absent
 /// attribute has no single value (`take`'s axis, `squeeze`'s). Fills TVM
@@ -188,11 +196,11 @@ void normalizeOpAttrs(Binding &binding);
 /// axes all, `permute_dims` the reverse, `out_dtype` the result's), counts
 /// negative axes from the end, and writes window attributes in full
 /// (`padding = 1` is [1, 1, 1, 1]). Two spellings of one computation have
-/// one canonical form: pattern matching and function sharing compare these.
+/// one canonical form. `AsTVMHolds` differs for axes only (above).
 std::optional<Attr> canonicalOpAttr(const Binding &binding, llvm::StringRef name,
-                                    const Attr *value);
+                                    const Attr *value, AttrForm form = AttrForm::Semantic);
 /// Every attribute of an op binding in canonical form.
-Attrs canonicalOpAttrs(const Binding &binding);
+Attrs canonicalOpAttrs(const Binding &binding, AttrForm form = AttrForm::Semantic);
 
 /// A window op's `padding` as [top, left, bottom, right] (from 1, 2 or 4
 /// values), and a two-value attribute (strides, dilation, pool_size) from

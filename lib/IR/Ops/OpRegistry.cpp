@@ -228,7 +228,7 @@ static Attr intListOf(const std::vector<int64_t> &values) {
 }
 
 std::optional<Attr> fusec::canonicalOpAttr(const Binding &binding, llvm::StringRef name,
-                                           const Attr *value) {
+                                           const Attr *value, AttrForm form) {
   auto asWritten = [&]() -> std::optional<Attr> {
     return value ? std::optional<Attr>(*value) : std::nullopt;
   };
@@ -252,6 +252,20 @@ std::optional<Attr> fusec::canonicalOpAttr(const Binding &binding, llvm::StringR
     int64_t rank = op == "expand_dims" ? (binding.result ? rankOf(binding.getResult()) : 0)
                                        : rankOf(operand);
     std::vector<int64_t> axes;
+    if (form == AttrForm::AsTVMHolds) {
+      // As written (a negative axis stays negative), an absent one as
+      // TVM's Python API defaults it: None (no value) for a reduction's
+      // axes and permute_dims', -1 for softmax, 0 for concat and split.
+      if (value)
+        axes = intListAttr(value, 1, {});
+      else if (op == "nn.softmax" || op == "nn.log_softmax" || op == "nn.rms_norm")
+        axes.push_back(-1);
+      else if (op == "concat" || op == "split")
+        axes.push_back(0);
+      else
+        return std::nullopt;
+      return intListOf(axes);
+    }
     if (value) {
       axes = intListAttr(value, 1, {});
     } else if (op == "permute_dims") {
@@ -295,13 +309,14 @@ std::optional<Attr> fusec::canonicalOpAttr(const Binding &binding, llvm::StringR
   }
 }
 
-Attrs fusec::canonicalOpAttrs(const Binding &binding) {
+Attrs fusec::canonicalOpAttrs(const Binding &binding, AttrForm form) {
   Attrs canonical;
   const OpInfo *info = binding.kind == ExprKind::Op ? lookupOp(binding.callee) : nullptr;
   // In the op's attribute order, so that spelling order does not matter.
   if (info)
     for (const AttrSpec &spec : info->attrs)
-      if (std::optional<Attr> value = canonicalOpAttr(binding, spec.name, binding.attrs.get(spec.name)))
+      if (std::optional<Attr> value =
+              canonicalOpAttr(binding, spec.name, binding.attrs.get(spec.name), form))
         canonical.set(spec.name, *value);
   for (const Attrs::Entry &entry : binding.attrs.getEntries())
     if (!canonical.get(entry.name))

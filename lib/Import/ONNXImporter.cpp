@@ -43,8 +43,15 @@ using namespace fusec::onnximport;
 //===----------------------------------------------------------------------===//
 
 bool NodeContext::hasInput(size_t i) const {
-  return i < size_t(node.input_size()) && !node.input(int(i)).empty();
+  if (i >= size_t(node.input_size()))
+    return false;
+  // Every accessor of input i asks this first: it marks the input read.
+  inputsRead.resize(size_t(node.input_size()));
+  inputsRead[i] = true;
+  return !node.input(int(i)).empty();
 }
+
+bool NodeContext::wasRead(size_t i) const { return i < inputsRead.size() && inputsRead[i]; }
 
 bool NodeContext::hasOutput(size_t i) const {
   return i < size_t(node.output_size()) && !node.output(int(i)).empty();
@@ -143,12 +150,32 @@ const onnx::AttributeProto *
 NodeContext::typedAttr(llvm::StringRef name, onnx::AttributeProto::AttributeType kind) {
   used.insert(name.str());
   const onnx::AttributeProto *attr = findAttr(name);
-  if (!attr || attr->type() == kind || attr->type() == onnx::AttributeProto::UNDEFINED)
-    return attr;
-  fail("attribute '" + name + "' must be " +
-       onnx::AttributeProto::AttributeType_Name(kind) + ", not " +
-       onnx::AttributeProto::AttributeType_Name(attr->type()));
-  return nullptr;
+  if (!attr)
+    return nullptr;
+  using AP = onnx::AttributeProto;
+  if (attr->type() != kind && attr->type() != AP::UNDEFINED) {
+    fail("attribute '" + name + "' must be " + AP::AttributeType_Name(kind) + ", not " +
+         AP::AttributeType_Name(attr->type()));
+    return nullptr;
+  }
+  // No field but the type's may hold the value (an INT-tagged value stored
+  // in `f` would read as 0). The type's own field may be absent: writers
+  // of proto3 semantics leave out a 0.
+  bool fields[] = {attr->has_f(),        attr->has_i(),          attr->has_s(),
+                   attr->has_t(),        attr->has_g(),          attr->floats_size() > 0,
+                   attr->ints_size() > 0, attr->strings_size() > 0, attr->tensors_size() > 0,
+                   attr->graphs_size() > 0};
+  AP::AttributeType kinds[] = {AP::FLOAT, AP::INT,  AP::STRING,  AP::TENSOR,  AP::GRAPH,
+                               AP::FLOATS, AP::INTS, AP::STRINGS, AP::TENSORS, AP::GRAPHS};
+  bool holds = true;
+  for (size_t k = 0; k < std::size(fields); ++k)
+    holds &= !fields[k] || kinds[k] == kind;
+  if (!holds) {
+    fail("attribute '" + name + "' holds a value of another type than its " +
+         AP::AttributeType_Name(kind));
+    return nullptr;
+  }
+  return attr;
 }
 
 bool NodeContext::hasAttr(llvm::StringRef name) const { return findAttr(name) != nullptr; }
@@ -272,6 +299,14 @@ Value *NodeContext::emitSplat(double value, DType dtype, const Shape &shape,
                              llvm::StringRef nameHint) {
   if (!importer.error.empty())
     return nullptr;
+  // A constant's shape is static: a splat over a symbolic dim (padding
+  // beside a dynamic batch) is a 0-d splat broadcast to it.
+  if (llvm::any_of(shape, [](const Dim &dim) { return dim.isSymbolic(); })) {
+    Value *scalar = emitSplat(value, dtype, {}, nameHint.str() + "_scalar");
+    Attrs attrs;
+    attrs.set("shape", makeShapeList(shape));
+    return scalar ? emit("broadcast_to", {Operand::of(scalar)}, attrs, nameHint) : nullptr;
+  }
   auto binding = std::make_unique<Binding>();
   binding->kind = ExprKind::Constant;
   binding->constant = std::make_unique<ConstantData>();
@@ -555,6 +590,8 @@ bool Importer::run(const onnx::ModelProto &model) {
   for (const onnx::ValueInfoProto &input : graph.input()) {
     if (constants.count(input.name()))
       continue; // an initializer listed as an input: a constant
+    if (values.count(input.name()))
+      return error = "graph input '" + input.name() + "' is declared twice", false;
     std::optional<Type> type = typeOfInput(input, options.dimSizes, boundDims, dimNames, error);
     if (!type)
       return false;
@@ -603,9 +640,13 @@ bool Importer::run(const onnx::ModelProto &model) {
     // consumed_inputs (in-place reuse, opsets 1-5) and is_test
     // (BatchNormalization and Dropout before opset 7, ignored as TVM does).
     if (opset < 6)
-      context.ignoreAttr("consumed_inputs");
+      context.attrInts("consumed_inputs");
     if (opset < 7 && (node.op_type() == "BatchNormalization" || node.op_type() == "Dropout"))
-      context.ignoreAttr("is_test");
+      context.attrInt("is_test", 0);
+    std::set<std::string> attributeNames;
+    for (const onnx::AttributeProto &attr : node.attribute())
+      if (!attributeNames.insert(attr.name()).second)
+        return context.fail("attribute '" + attr.name() + "' is given twice");
     size_t firstNew = block->bindings.size();
     if (!converter->second(context) || !error.empty())
       return context.fail("cannot be converted");
@@ -613,6 +654,14 @@ bool Importer::run(const onnx::ModelProto &model) {
     for (const onnx::AttributeProto &attr : node.attribute())
       if (!context.usedAttrs().count(attr.name()))
         return context.fail("attribute '" + attr.name() + "' is not supported");
+    // Like attributes, an input the conversion never looked at (a third
+    // input of Add) is not silently dropped.
+    for (int i = 0; i < node.input_size(); ++i)
+      if (!node.input(i).empty() && !context.wasRead(size_t(i)))
+        return context.fail("input " + std::to_string(i) + " ('" + node.input(i) +
+                            "') is not supported: " + node.op_type() + " takes " +
+                            (i == 0 ? "no inputs" : "at most " + std::to_string(i)) +
+                            " here");
     for (size_t i = 0; i < context.numOutputs(); ++i)
       if (context.hasOutput(i) && !values.count(node.output(int(i))) &&
           !constants.count(node.output(int(i))) && !shapes.count(node.output(int(i))))

@@ -85,6 +85,11 @@ public:
   /// momentum, meaningless in inference).
   void ignoreAttr(llvm::StringRef name) { used.insert(name.str()); }
   const std::set<std::string> &usedAttrs() const { return used; }
+  /// Whether the conversion looked at input `i` (any accessor, hasInput
+  /// included); the importer rejects a node with a given input it did not.
+  bool wasRead(size_t i) const;
+  /// Marks input `i` as understood without reading it (Dropout's ratio).
+  void ignoreInput(size_t i) { (void)hasInput(i); }
 
   /// Emits `op(operands) {attrs}` and returns its result (null after an
   /// error, reported against this node).
@@ -112,6 +117,7 @@ private:
   const onnx::AttributeProto *typedAttr(llvm::StringRef name,
                                         onnx::AttributeProto::AttributeType kind);
   std::set<std::string> used;
+  mutable std::vector<bool> inputsRead;
 };
 
 using ConvertFn = bool (*)(NodeContext &);
@@ -150,6 +156,10 @@ Value *permute(NodeContext &c, Value *x, const std::vector<int64_t> &axes,
 /// (splats concatenated; `x` itself when both are 0); null after an error.
 Value *padWithConstant(NodeContext &c, Value *x, int64_t axis, int64_t begin, int64_t end,
                        double fill, const std::string &name);
+/// The most taps (the product of kernel sizes) a conv or pool window may
+/// have; a 3-D window unrolls at most kMaxDepthTaps of them along depth.
+constexpr int64_t kMaxWindowTaps = int64_t(1) << 24;
+constexpr int64_t kMaxDepthTaps = 1024;
 /// Pool/conv window attributes over S spatial dims: S kernel sizes,
 /// strides and dilations, 2S pads [begins..., ends...].
 struct Window {

@@ -85,19 +85,18 @@ static int64_t legacyTrailingUnitDims(NodeContext &c) {
   if (c.opset >= 7)
     return 0;
   bool broadcast = c.attrInt("broadcast", 0) != 0;
-  int64_t axis = c.attrInt("axis", -1);
+  int64_t given = c.attrInt("axis", -1);
   if (!broadcast || !c.hasAttr("axis"))
     return 0;
   int64_t rankA = rankOfInput(c, 0), rankB = rankOfInput(c, 1);
   if (rankA < 0 || rankB < 0)
     return c.fail("broadcast with an axis needs tensor inputs"), -1;
-  if (axis < 0)
-    axis += rankA;
+  __int128 axis = given < 0 ? __int128(given) + rankA : __int128(given);
   if (axis < 0 || axis + rankB > rankA)
-    return c.fail("axis " + std::to_string(c.attrInt("axis", 0)) + " does not place B (rank " +
+    return c.fail("axis " + std::to_string(given) + " does not place B (rank " +
                   std::to_string(rankB) + ") within A (rank " + std::to_string(rankA) + ")"),
            -1;
-  return rankA - axis - rankB;
+  return rankA - int64_t(axis) - rankB;
 }
 
 template <const char *Op>
@@ -404,6 +403,7 @@ static bool convertIdentity(NodeContext &c) {
 static bool convertDropout(NodeContext &c) {
   c.attrInt("seed", 0);
   c.ignoreAttr("ratio"); // opsets 7-11: meaningless in inference
+  c.ignoreInput(1);      // the ratio from opset 12: as meaningless
   if (c.hasInput(2)) {
     const TensorData *training = c.constant(2);
     if (!training || training->getNumElements() != 1 || training->get(0) != 0)
@@ -413,8 +413,10 @@ static bool convertDropout(NodeContext &c) {
     Value *x = c.input(0);
     if (!x)
       return false;
-    TensorData yes(DType::boolean, {});
-    yes.setInt(0, 1);
+    // Before opset 10 the mask has the input's type: ones.
+    DType dtype = c.opset < 10 ? x->type.getDType() : DType::boolean;
+    TensorData yes(dtype, {});
+    isFloatDType(dtype) ? yes.set(0, 1) : yes.setInt(0, 1);
     Value *scalar = c.emitConstant(std::move(yes), c.node.output(1) + "_true");
     Attrs attrs;
     attrs.set("shape", makeShapeList(x->type.getShape()));

@@ -103,7 +103,7 @@ static bool convertBatchNorm(NodeContext &c) {
   const TensorData *scale = c.constant(1), *bias = c.constant(2), *mean = c.constant(3),
                    *var = c.constant(4);
   Value *s = nullptr, *t = nullptr;
-  if (!spatial && rank > 2) {
+  if (!spatial) {
     Shape sample(x->type.getShape().begin() + 1, x->type.getShape().end());
     for (size_t i = 1; i <= 4; ++i) {
       const Type *type = c.typeOf(i);

@@ -158,6 +158,8 @@ static bool convertResize(NodeContext &c) {
   constexpr int64_t kSameSize = INT64_MIN;
   int64_t rank = x->type.getRank();
   size_t scalesInput = upsample || c.opset < 11 ? 1 : 2, sizesInput = 3;
+  if (scalesInput == 2)
+    c.ignoreInput(1); // roi: only tf_crop_and_resize, rejected above, reads it
   std::vector<float> scales;
   std::optional<std::vector<int64_t>> sizes;
   if (upsample && c.opset < 9) {

@@ -21,8 +21,9 @@
 //         H, W window), reshaped back; the average divides by the number
 //         of depth taps inside the input at each output depth (padding
 //         never counts, as in the 2-D pool). Depth padding is the dtype's
-//         lowest value for max and 0 for the average; ceil_mode's last
-//         depth window reaches past the padding by more of it.
+//         lowest finite value for max and 0 for the average, so that a
+//         window wholly in padding gives what the 2-D pool gives; ceil_mode's
+//         last depth window reaches past the padding by more of it.
 //
 //===----------------------------------------------------------------------===//
 #include "ONNXImporter.h"
@@ -46,6 +47,12 @@ static std::optional<DepthSplit> splitDepth(NodeContext &c, const Type &x, const
   if (depth.isSymbolic()) {
     c.fail("the depth of " + x.str() + " must be static, not '" + depth.symbol + "' (--dim " +
            depth.symbol + "=SIZE fixes its size)");
+    return std::nullopt;
+  }
+  if (w.kernel[0] > kMaxDepthTaps) {
+    c.fail("a depth window of " + std::to_string(w.kernel[0]) +
+           " taps: fusec unrolls a 3-D window's depth taps, at most " +
+           std::to_string(kMaxDepthTaps));
     return std::nullopt;
   }
   DepthSplit split{w.kernel[0], w.strides[0], w.dilations[0], w.pads[0], w.pads[3], 0, {}};
@@ -187,7 +194,7 @@ bool onnximport::definePool3D(NodeContext &c, Value *x, const Window &window, bo
                   "' (--dim " + xs[1].symbol + "=SIZE fixes its size)");
   DType dtype = x->type.getDType();
   std::vector<Value *> slices =
-      depthSlices(c, x, *split, isMax ? lowestValue(dtype) : 0, name);
+      depthSlices(c, x, *split, isMax ? lowestFiniteValue(dtype) : 0, name);
   if (slices.empty())
     return false;
   Value *combined = slices[0];
@@ -214,7 +221,7 @@ bool onnximport::definePool3D(NodeContext &c, Value *x, const Window &window, bo
         int64_t at = o * split->stride + k * split->dilation - split->padBegin;
         inside += at >= 0 && at < xs[2].size;
       }
-      counts.set(o, double(inside));
+      counts.set(o, double(std::max<int64_t>(inside, 1))); // a window all padding: 0, as 2-D
     }
     Value *divisor = c.emitConstant(std::move(counts), name + "_taps_inside");
     result = c.emit("divide", {Operand::of(result), Operand::of(divisor)}, {}, name);

@@ -92,6 +92,14 @@ static bool readWindow(NodeContext &c, const Type &x, Window &w) {
   for (size_t d = 0; d < spatial; ++d)
     if (__int128(w.kernel[d] - 1) * w.dilations[d] + 1 > kMaxDimSize)
       return c.fail("the window ((kernel - 1) x dilation + 1) must be at most 2^40");
+  // Every output visits every tap of its window (padding included), so a
+  // window of 2^40 taps over a few elements of padding never finishes.
+  __int128 taps = 1;
+  for (int64_t k : w.kernel)
+    taps *= k;
+  if (taps > kMaxWindowTaps)
+    return c.fail("the window has " + std::to_string(int64_t(std::min<__int128>(taps, INT64_MAX))) +
+                  " taps (the product of kernel_shape); fusec takes at most 2^24");
   std::string autoPad = c.attrString("auto_pad", "NOTSET");
   if (autoPad == "VALID") {
     w.pads.assign(2 * spatial, 0);

@@ -101,12 +101,17 @@ static bool readExternal(const onnx::TensorProto &tensor, llvm::StringRef modelD
   std::string location;
   int64_t offset = 0, length = -1;
   for (const onnx::StringStringEntryProto &entry : tensor.external_data()) {
-    if (entry.key() == "location")
+    if (entry.key() == "location") {
       location = entry.value();
-    else if (entry.key() == "offset")
-      offset = std::atoll(entry.value().c_str());
-    else if (entry.key() == "length")
-      length = std::atoll(entry.value().c_str());
+    } else if (entry.key() == "offset" || entry.key() == "length") {
+      // A decimal count of bytes; anything else is malformed, not 0.
+      int64_t &field = entry.key() == "offset" ? offset : length;
+      if (llvm::StringRef(entry.value()).getAsInteger(10, field) || field < 0) {
+        error = "the external data of tensor '" + tensor.name() + "' has " + entry.key() +
+                " '" + entry.value() + "', not a count of bytes";
+        return false;
+      }
+    }
   }
   llvm::SmallString<256> path(modelDirectory);
   llvm::sys::path::append(path, location);

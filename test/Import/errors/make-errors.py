@@ -265,6 +265,55 @@ def main():
         [helper.make_node("Cast", ["x"], ["y"], name="cast", to="FLOAT99")],
         [vi("x", [2])], [vi("y", None)], opset=5, check=False))
 
+    # Malformed nodes and graphs that were once accepted silently (an
+    # adversarial sweep): a third input of Add, a graph input declared
+    # twice, an attribute given twice, an INT attribute whose value is in
+    # `f`, a float consumed_inputs, external data at offset 'abc'.
+    save("extra_input", model(
+        [helper.make_node("Add", ["x", "x", "x"], ["y"], name="add")],
+        [vi("x", [2])], [vi("y", None)], check=False))
+    save("duplicate_graph_input", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [vi("x", [2]), vi("x", [3])], [vi("y", None)], check=False))
+    twice = helper.make_node("Softmax", ["x"], ["y"], name="softmax", axis=1)
+    twice.attribute.append(helper.make_attribute("axis", 0))
+    save("duplicate_attribute", model([twice], [vi("x", [2, 3])], [vi("y", None)], check=False))
+    misplaced = helper.make_node("Softmax", ["x"], ["y"], name="softmax")
+    attr = misplaced.attribute.add()
+    attr.name, attr.type, attr.f = "axis", onnx.AttributeProto.INT, 1.0
+    save("attr_value_misplaced", model([misplaced], [vi("x", [2, 3])], [vi("y", None)],
+                                       check=False))
+    hint = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    hint.attribute.append(helper.make_attribute("consumed_inputs", [0.5]))
+    save("consumed_inputs_floats", model([hint], [vi("x", [2])], [vi("y", None)], opset=1,
+                                         check=False))
+    ext = helper.make_tensor("w", F32, [4], [0, 0, 0, 0])
+    ext.ClearField("float_data")
+    ext.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "missing-weights.bin"), ("offset", "abc")):
+        entry = ext.external_data.add()
+        entry.key, entry.value = key, value
+    save("external_bad_offset", model(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+        [vi("x", [4])], [vi("y", [4])], [ext], check=False))
+    # A 3-D pool of 100000 depth taps (SAME padding makes it fit) and a 1-D
+    # pool of 2^40 taps: each output would visit every tap.
+    save("pool3d_huge_depth", model(
+        [helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[100000, 1, 1],
+                          auto_pad="SAME_UPPER")],
+        [vi("x", [1, 1, 2, 2, 2])], [vi("y", None)], check=False))
+    save("pool_huge_taps", model(
+        [helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[2 ** 40],
+                          auto_pad="SAME_UPPER")],
+        [vi("x", [1, 1, 4])], [vi("y", None)], check=False))
+    # BatchNormalization with spatial = 0 and statistics [1, 3] for [4, 3].
+    save("batchnorm_spatial0_stats", model(
+        [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="bn",
+                          spatial=0)],
+        [vi("x", [4, 3])], [vi("y", None)],
+        [const(n, np.ones([1, 3], np.float32)) for n in ("s", "b", "m", "v")], opset=7,
+        check=False))
+
     # A 3-D convolution folds depth into the batch, which must be static.
     save("conv3d_dynamic_batch", model(
         [helper.make_node("Conv", ["x", "w"], ["y"], name="conv3d")],

@@ -775,5 +775,29 @@ check("convtranspose_3d_same_upper", "ConvTranspose", xv, [("w", wv)],
       {"strides": [2, 2, 2], "group": 2, "auto_pad": "SAME_UPPER"},
       same[:, :, excess[0] // 2:excess[0] // 2 + 6, excess[1] // 2:excess[1] // 2 + 8,
            excess[2] // 2:excess[2] // 2 + 6], tolerance=1e-5)
+# Found by an adversarial sweep: padding beside a symbolic dim (a splat
+# over [batch, ...] is a 0-d splat broadcast: a constant's shape is static),
+# in Pad and in a 3-D pool's depth padding; a window wholly in padding gives
+# the 2-D pool's answer in 3-D too (the lowest finite value, 0); Dropout's
+# mask before opset 10 has the input's type.
+x23 = rng.standard_normal((2, 3)).astype(np.float32)
+check_pads = np.array([0, 1, 0, 2], np.int64)
+run_model("pad_dynamic_batch", [helper.make_node("Pad", ["x", "pads"], ["y"])], x23,
+          [numpy_helper.from_array(check_pads, "pads")], np.pad(x23, [(0, 0), (1, 2)]),
+          x_dims=["batch", 3])
+small = rng.standard_normal((2, 1, 2, 2, 2)).astype(np.float32)
+run_model("maxpool_3d_dynamic_batch_depth_pads", [helper.make_node(
+    "MaxPool", ["x"], ["y"], kernel_shape=[2, 1, 1], pads=[1, 0, 0, 0, 0, 0])], small, [],
+    onnx_pool_3d(small, [2, 1, 1], [1, 1, 1], [1, 0, 0, 0, 0, 0], [1] * 3, 0, True),
+    x_dims=["batch", 1, 2, 2, 2])
+column = np.float32([1, 2, 3]).reshape(1, 1, 3, 1, 1)
+for op, first in (("MaxPool", np.finfo(np.float32).min), ("AveragePool", 0)):
+    check("%s_3d_window_in_padding" % op.lower(), op, column, [],
+          {"kernel_shape": [2, 1, 1], "pads": [2, 0, 0, 0, 0, 0]},
+          np.float32([first, 1, 1.5 if op == "AveragePool" else 2,
+                      2.5 if op == "AveragePool" else 3]).reshape(1, 1, 4, 1, 1), opset=11)
+run_model("dropout_mask_opset7", [helper.make_node("Dropout", ["x"], ["kept", "mask"]),
+                                  helper.make_node("Mul", ["kept", "mask"], ["y"])],
+          x23, [], x23, opset=7)
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

@@ -537,6 +537,7 @@ static const std::vector<OpConverter> &converterTable() {
     registerReduceOps(all);
     registerSpatialOps(all);
     registerConvTransposeOps(all);
+    registerQuantizeOps(all);
     registerRecurrentOps(all);
     registerTensorOps(all);
     registerScanOps(all);
@@ -580,7 +581,9 @@ bool Importer::run(const onnx::ModelProto &model) {
     if (!data)
       return false;
     constants[tensor.name()] = data;
-    if (std::optional<ShapeValue> shape = shapeOfConstant(*data))
+    if (tensor.data_type() == onnx::TensorProto::UINT8)
+      unsignedBytes.insert(tensor.name());
+    else if (std::optional<ShapeValue> shape = shapeOfConstant(*data))
       shapes[tensor.name()] = *shape;
   }
   if (graph.sparse_initializer_size())
@@ -631,6 +634,21 @@ bool Importer::run(const onnx::ModelProto &model) {
     auto converter = byType.find(node.op_type());
     if (converter == byType.end())
       return context.fail("unsupported ONNX operator '" + node.op_type() + "'");
+    // uint8 data and quantized tensors exist for the QDQ operators alone:
+    // DequantizeLinear's data and zero point, QuantizeLinear's zero point.
+    for (int i = 0; i < node.input_size(); ++i) {
+      const std::string &name = node.input(i);
+      bool dequantize = node.op_type() == "DequantizeLinear";
+      bool zeroPoint = i == 2 && (dequantize || node.op_type() == "QuantizeLinear");
+      if (unsignedBytes.count(name) && !zeroPoint && !(dequantize && i == 0))
+        return context.fail("input " + std::to_string(i) + " ('" + name +
+                            "') is uint8, which fusec reads only as the data or zero point "
+                            "of DequantizeLinear (and QuantizeLinear's zero point)");
+      if (quantized.count(name) && !(dequantize && i == 0))
+        return context.fail("input " + std::to_string(i) + " ('" + name +
+                            "') is QuantizeLinear's output, which fusec keeps only for "
+                            "DequantizeLinear (a QDQ pair)");
+    }
     for (const std::string &output : node.output())
       if (!output.empty() && (values.count(output) || constants.count(output) ||
                               shapes.count(output)))
@@ -671,6 +689,11 @@ bool Importer::run(const onnx::ModelProto &model) {
 
   std::vector<Type> resultTypes;
   for (const onnx::ValueInfoProto &output : graph.output()) {
+    if (unsignedBytes.count(output.name()) || quantized.count(output.name()))
+      return error = "graph output '" + output.name() +
+                     "' is a quantized (uint8 or int8) tensor, which fusec does not return; "
+                     "a DequantizeLinear of it can be",
+             false;
     Value *value = nullptr;
     if (values.count(output.name()))
       value = values[output.name()];

@@ -208,6 +208,7 @@ void registerReduceOps(std::vector<OpConverter> &table);
 void registerWindowOps(std::vector<OpConverter> &table);
 void registerSpatialOps(std::vector<OpConverter> &table);
 void registerConvTransposeOps(std::vector<OpConverter> &table);
+void registerQuantizeOps(std::vector<OpConverter> &table);
 void registerRecurrentOps(std::vector<OpConverter> &table);
 void registerTensorOps(std::vector<OpConverter> &table);
 void registerScanOps(std::vector<OpConverter> &table);
@@ -231,6 +232,10 @@ public:
   std::map<std::string, std::shared_ptr<TensorData>> constants;
   std::map<std::string, ShapeValue> shapes;
   std::set<std::string> takenNames;
+  /// uint8 constants (read widened to i32) and QuantizeLinear's results
+  /// (quantized integers in a float type): only the QDQ operators may read
+  /// them (ONNXOpsQuantize.cpp).
+  std::set<std::string> unsignedBytes, quantized;
   std::string error;
   std::vector<std::string> warnings;
 

@@ -431,6 +431,11 @@ static bool convertConstant(NodeContext &c) {
     std::shared_ptr<TensorData> data = readTensor(*tensor, c.importer.modelDirectory, error);
     if (!data)
       return c.fail(error);
+    if (tensor->data_type() == onnx::TensorProto::UINT8) {
+      c.importer.unsignedBytes.insert(c.node.output(0));
+      c.importer.constants[c.node.output(0)] = data; // not a shape value
+      return true;
+    }
     c.defineConstant(0, *data);
     return true;
   }

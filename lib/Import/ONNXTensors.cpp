@@ -136,7 +136,10 @@ static bool readExternal(const onnx::TensorProto &tensor, llvm::StringRef modelD
 std::shared_ptr<TensorData> onnximport::readTensor(const onnx::TensorProto &tensor,
                                                    llvm::StringRef modelDirectory,
                                                    std::string &error) {
-  std::optional<DType> dtype = mapDType(tensor.data_type());
+  // uint8 (quantized data, ONNX's QDQ format) is read widened to i32; the
+  // importer lets only DequantizeLinear and QuantizeLinear read it.
+  bool widen = tensor.data_type() == onnx::TensorProto::UINT8;
+  std::optional<DType> dtype = widen ? DType::i32 : mapDType(tensor.data_type());
   if (!dtype) {
     error = "tensor '" + tensor.name() + "' has element type " +
             onnxTypeName(tensor.data_type()) + ", which fusec does not support";
@@ -151,7 +154,7 @@ std::shared_ptr<TensorData> onnximport::readTensor(const onnx::TensorProto &tens
     }
     count *= dim;
   }
-  size_t bytes = size_t(count) * dtypeBytes(*dtype);
+  size_t bytes = size_t(count) * (widen ? 1 : dtypeBytes(*dtype));
   std::unique_ptr<llvm::MemoryBuffer> externalFile;
   std::optional<llvm::StringRef> raw;
   if (tensor.has_raw_data())
@@ -173,11 +176,16 @@ std::shared_ptr<TensorData> onnximport::readTensor(const onnx::TensorProto &tens
                  : std::to_string(typed) + " values") +
             " where its shape [" + llvm::join(llvm::map_range(shape, [](int64_t d) {
               return std::to_string(d);
-            }), ", ") + "] of " + dtypeName(*dtype).str() + " needs " +
+            }), ", ") + "] of " + (widen ? "uint8" : dtypeName(*dtype).str()) + " needs " +
             (raw ? std::to_string(bytes) + " bytes" : std::to_string(count) + " values");
     return nullptr;
   }
   auto data = std::make_shared<TensorData>(*dtype, shape);
+  if (raw && widen) {
+    for (int64_t i = 0; i < count; ++i)
+      data->setInt(i, uint8_t((*raw)[size_t(i)]));
+    return data;
+  }
   if (raw) {
     if (bytes)
       std::memcpy(data->data(), raw->data(), bytes);
@@ -196,6 +204,11 @@ std::shared_ptr<TensorData> onnximport::readTensor(const onnx::TensorProto &tens
     // int32_data holds i32, i8 and bool values and f16/bf16 bit patterns.
     for (int64_t i = 0; i < count; ++i) {
       int32_t value = tensor.int32_data(int(i));
+      if (widen && (value < 0 || value > 255)) {
+        error = "tensor '" + tensor.name() + "' holds " + std::to_string(value) +
+                ", which is no uint8 value";
+        return nullptr;
+      }
       if (*dtype == DType::f16 || *dtype == DType::bf16) {
         uint16_t bits = uint16_t(value);
         std::memcpy(data->data() + 2 * i, &bits, 2);

@@ -314,6 +314,17 @@ def main():
         [const(n, np.ones([1, 3], np.float32)) for n in ("s", "b", "m", "v")], opset=7,
         check=False))
 
+    # uint8 data read by an operator other than DequantizeLinear, and
+    # QuantizeLinear's output returned.
+    save("uint8_added", model(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+        [vi("x", [2], elem=TensorProto.INT32)], [vi("y", None)],
+        [const("w", np.uint8([1, 2]))], check=False))
+    save("quantized_output", model(
+        [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="quantize")],
+        [vi("x", [2])], [vi("y", None)],
+        [const("s", np.float32(0.5)), const("z", np.uint8(3))], check=False))
+
     # A 3-D convolution folds depth into the batch, which must be static.
     save("conv3d_dynamic_batch", model(
         [helper.make_node("Conv", ["x", "w"], ["y"], name="conv3d")],

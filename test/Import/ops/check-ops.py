@@ -799,5 +799,73 @@ for op, first in (("MaxPool", np.finfo(np.float32).min), ("AveragePool", 0)):
 run_model("dropout_mask_opset7", [helper.make_node("Dropout", ["x"], ["kept", "mask"]),
                                   helper.make_node("Mul", ["kept", "mask"], ["y"])],
           x23, [], x23, opset=7)
+
+
+def quantize(x, scale, zero, lo, hi, axis=1):
+    """ONNX's QuantizeLinear (round half to even, saturate), per tensor or
+    per slice along `axis`, in float32."""
+    shape = [1] * x.ndim
+    if np.ndim(scale):
+        shape[axis] = -1
+    scale = np.float32(scale).reshape(shape) if np.ndim(scale) else np.float32(scale)
+    zero = np.float32(zero).reshape(shape) if np.ndim(zero) else np.float32(zero)
+    return np.clip(np.rint(x / scale) + zero, lo, hi).astype(np.float32)
+
+
+def dequantize(q, scale, zero, axis=1):
+    shape = [1] * q.ndim
+    if np.ndim(scale):
+        shape[axis] = -1
+    scale = np.float32(scale).reshape(shape) if np.ndim(scale) else np.float32(scale)
+    zero = np.float32(zero).reshape(shape) if np.ndim(zero) else np.float32(zero)
+    return ((q.astype(np.float32) - zero) * scale).astype(np.float32)
+
+
+# QDQ (QuantizeLinear -> DequantizeLinear): fake quantization in f32, equal
+# to ONNX's definition. Per tensor with a uint8 zero point, per channel with
+# int8 ones, and a quantized convolution as ONNX Runtime's quantizer writes
+# it: int8 weights per output channel, an int32 bias, uint8 activations.
+qx = (rng.standard_normal((2, 3, 4, 5)) * 4).astype(np.float32)
+run_model("qdq_uint8", [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+                        helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])], qx,
+          [numpy_helper.from_array(np.float32(0.05), "s"),
+           numpy_helper.from_array(np.uint8(128), "z")],
+          dequantize(quantize(qx, 0.05, 128, 0, 255), 0.05, 128))
+cs, cz = np.float32([0.02, 0.05, 0.1]), np.int8([-3, 0, 5])
+run_model("qdq_int8_per_channel", [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+                                   helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])],
+          qx, [numpy_helper.from_array(cs, "s"), numpy_helper.from_array(cz, "z")],
+          dequantize(quantize(qx, cs, cz, -128, 127), cs, cz))
+w_q = rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8)
+w_s = np.float32([0.01, 0.02, 0.015, 0.03])
+x_s, x_z = np.float32(0.04), np.uint8(120)
+b_q = rng.integers(-500, 500, 4).astype(np.int32)
+b_s = (x_s * w_s).astype(np.float32)
+xq = dequantize(quantize(qx, x_s, x_z, 0, 255), x_s, x_z)
+wf = dequantize(w_q, w_s, np.zeros(4), axis=0)
+bf = (b_q.astype(np.float32) * b_s).astype(np.float32)
+conv = conv_3d_ref(xq[:, :, None], wf[:, :, None], bf, [1, 1, 1], [0, 1, 1, 0, 1, 1], [1] * 3,
+                   1)[:, :, 0]
+relu = np.maximum(conv, 0)
+run_model("qdq_conv_relu", [
+    helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+    helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+    helper.make_node("DequantizeLinear", ["wq", "ws"], ["wd"], axis=0),
+    helper.make_node("DequantizeLinear", ["bq", "bs"], ["bd"], axis=0),
+    helper.make_node("Conv", ["xd", "wd", "bd"], ["c"], pads=[1, 1, 1, 1]),
+    helper.make_node("Relu", ["c"], ["r"]),
+    helper.make_node("QuantizeLinear", ["r", "rs", "rz"], ["rq"]),
+    helper.make_node("DequantizeLinear", ["rq", "rs", "rz"], ["y"])], qx,
+    [numpy_helper.from_array(v, n) for n, v in (
+        ("xs", x_s), ("xz", x_z), ("wq", w_q), ("ws", w_s), ("bq", b_q), ("bs", b_s),
+        ("rs", np.float32(0.1)), ("rz", np.uint8(0)))],
+    dequantize(quantize(relu, 0.1, 0, 0, 255), 0.1, 0), tolerance=1e-5)
+mw = rng.integers(0, 256, (5, 3)).astype(np.uint8)
+run_model("dequantize_uint8_weights", [
+    helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"]),
+    helper.make_node("MatMul", ["x", "wd"], ["y"])], qx,
+    [numpy_helper.from_array(mw, "w"), numpy_helper.from_array(np.float32(0.5), "ws"),
+     numpy_helper.from_array(np.uint8(100), "wz")],
+    qx @ dequantize(mw, 0.5, 100), tolerance=1e-5)
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

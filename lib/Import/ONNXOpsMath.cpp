@@ -107,30 +107,16 @@ static bool convertBinary(NodeContext &c) {
   int64_t unitDims = legacyTrailingUnitDims(c);
   if (unitDims < 0)
     return false;
-  if (unitDims > 0) {
-    std::optional<Operand> a = operandOf(c, 0, 1), b = operandOf(c, 1, 0);
-    if (!a || !b)
-      return false;
-    if (!b->isLiteral()) { // one element broadcasts either way
-      Shape shape = b->value->type.getShape();
-      shape.insert(shape.end(), size_t(unitDims), Dim::of(1));
-      Attrs attrs;
-      attrs.set("shape", makeShapeList(shape));
-      Value *aligned = c.emit("reshape", {*b}, attrs, c.node.output(0) + "_b");
-      if (!aligned)
-        return false;
-      b = Operand::of(aligned);
-    }
-    c.define(0, c.emit(Op, {*a, *b}));
-    return true;
+  // The folds follow NumPy's rule; an opset-6 axis placement is not theirs.
+  if (unitDims == 0) {
+    if ((onnxType == "Add" || onnxType == "Sub" || onnxType == "Mul" || onnxType == "Div") &&
+        foldShapeArithmetic(c, onnxType))
+      return true;
+    if (onnxType == "Equal" && foldSymbolicEqual(c))
+      return true;
+    if (c.importer.error.empty() && foldElementwise(c))
+      return true;
   }
-  if ((onnxType == "Add" || onnxType == "Sub" || onnxType == "Mul" || onnxType == "Div") &&
-      foldShapeArithmetic(c, onnxType))
-    return true;
-  if (onnxType == "Equal" && foldSymbolicEqual(c))
-    return true;
-  if (c.importer.error.empty() && foldElementwise(c))
-    return true;
   if (!c.importer.error.empty())
     return false;
   std::optional<Operand> a = operandOf(c, 0, 1);
@@ -139,6 +125,16 @@ static bool convertBinary(NodeContext &c) {
   std::optional<Operand> b = operandOf(c, 1, 0);
   if (!b)
     return false;
+  if (unitDims > 0 && !b->isLiteral()) { // one element broadcasts either way
+    Shape shape = b->value->type.getShape();
+    shape.insert(shape.end(), size_t(unitDims), Dim::of(1));
+    Attrs attrs;
+    attrs.set("shape", makeShapeList(shape));
+    Value *aligned = c.emit("reshape", {*b}, attrs, c.node.output(0) + "_b");
+    if (!aligned)
+      return false;
+    b = Operand::of(aligned);
+  }
   // Pow's exponent may have another dtype: convert it to the base's.
   if (onnxType == "Pow" && !a->isLiteral() && !b->isLiteral() &&
       a->value->type.getDType() != b->value->type.getDType()) {

@@ -38,8 +38,9 @@ struct Quantization {
 };
 } // namespace
 
-/// Reads inputs 1 (scale) and 2 (zero point) for a tensor of rank `rank`.
-static std::optional<Quantization> readQuantization(NodeContext &c, int64_t rank) {
+/// Reads inputs 1 (scale) and 2 (zero point) for a tensor of shape `shape`.
+static std::optional<Quantization> readQuantization(NodeContext &c, const Shape &shape) {
+  int64_t rank = int64_t(shape.size());
   Quantization q;
   int64_t axis = c.opset >= 13 ? c.attrInt("axis", 1) : 1;
   const TensorData *scale = c.constant(1);
@@ -72,6 +73,11 @@ static std::optional<Quantization> readQuantization(NodeContext &c, int64_t rank
                     std::to_string(rank)),
              std::nullopt;
     q.axis = *normalized;
+    const Dim &dim = shape[size_t(q.axis)];
+    if (dim.isSymbolic() || dim.size != int64_t(q.scales.size()))
+      return c.fail("the scale has " + std::to_string(q.scales.size()) + " values for dim " +
+                    std::to_string(q.axis) + " (" + dim.str() + ")"),
+             std::nullopt;
   }
   return q;
 }
@@ -99,15 +105,9 @@ static bool convertQuantizeLinear(NodeContext &c) {
   DType dtype = x->type.getDType();
   if (!isFloatDType(dtype))
     return c.fail("quantizes float tensors, not " + x->type.str());
-  std::optional<Quantization> q = readQuantization(c, x->type.getRank());
+  std::optional<Quantization> q = readQuantization(c, x->type.getShape());
   if (!q)
     return false;
-  if (q->perSlice()) {
-    const Dim &dim = x->type.getShape()[size_t(q->axis)];
-    if (dim.isSymbolic() || dim.size != int64_t(q->scales.size()))
-      return c.fail("the scale has " + std::to_string(q->scales.size()) + " values for dim " +
-                    dim.str() + " of " + x->type.str());
-  }
   std::string name = c.node.output(0);
   int64_t rank = x->type.getRank();
   std::vector<double> zeros(q->zeroPoints.begin(), q->zeroPoints.end());
@@ -137,10 +137,16 @@ static bool convertDequantizeLinear(NodeContext &c) {
   std::string name = c.node.output(0);
   const TensorData *data = c.constant(0);
   const Type *type = c.typeOf(0);
-  int64_t rank = data ? int64_t(data->getShape().size()) : type ? type->getRank() : -1;
-  if (rank < 0)
+  if (!data && !type)
     return c.fail("input 0 is missing");
-  std::optional<Quantization> q = readQuantization(c, rank);
+  Shape shape;
+  if (type)
+    shape = type->getShape();
+  else
+    for (int64_t size : data->getShape())
+      shape.push_back(Dim::of(size));
+  int64_t rank = int64_t(shape.size());
+  std::optional<Quantization> q = readQuantization(c, shape);
   if (!q)
     return false;
   auto sliceOf = [&](int64_t flat, const std::vector<int64_t> &shape) -> size_t {
@@ -154,10 +160,6 @@ static bool convertDequantizeLinear(NodeContext &c) {
   if (data) { // quantized weights: folded
     if (isFloatDType(data->getDType()))
       return c.fail("dequantizes integer tensors, not " + dtypeName(data->getDType()).str());
-    if (q->perSlice() && data->getShape()[size_t(q->axis)] != int64_t(q->scales.size()))
-      return c.fail("the scale has " + std::to_string(q->scales.size()) +
-                    " values for a dim of " +
-                    std::to_string(data->getShape()[size_t(q->axis)]));
     TensorData result(DType::f32, data->getShape());
     for (int64_t i = 0; i < data->getNumElements(); ++i) {
       size_t k = sliceOf(i, data->getShape());
@@ -170,12 +172,6 @@ static bool convertDequantizeLinear(NodeContext &c) {
   Value *x = c.input(0);
   if (!x)
     return false;
-  if (q->perSlice()) {
-    const Dim &dim = x->type.getShape()[size_t(q->axis)];
-    if (dim.isSymbolic() || dim.size != int64_t(q->scales.size()))
-      return c.fail("the scale has " + std::to_string(q->scales.size()) + " values for dim " +
-                    dim.str() + " of " + x->type.str());
-  }
   if (!c.importer.quantized.count(c.node.input(0))) {
     if (isFloatDType(x->type.getDType()))
       return c.fail("dequantizes integer tensors or QuantizeLinear's output, not " +

@@ -49,6 +49,18 @@ def model(nodes, inputs, outputs, initializers=(), opset=OPSET, extra_opsets=(),
     return m
 
 
+def external_tensor(**entries):
+    """An f32[4] initializer 'w' whose data is external, with these entries
+    (location, offset, length)."""
+    ext = helper.make_tensor("w", F32, [4], [0, 0, 0, 0])
+    ext.ClearField("float_data")
+    ext.data_location = TensorProto.EXTERNAL
+    for key, value in entries.items():
+        entry = ext.external_data.add()
+        entry.key, entry.value = key, value
+    return ext
+
+
 def save(name, m):
     with open(os.path.join(HERE, name + ".onnx"), "wb") as f:
         f.write(m.SerializeToString())
@@ -139,15 +151,11 @@ def main():
         [vi("x", [2, 3])], [vi("y", [2, 3])], [bad], check=False))
 
     # External data in a file that is not there.
-    ext = helper.make_tensor("w", F32, [4], [0, 0, 0, 0])
-    ext.ClearField("float_data")
-    ext.data_location = TensorProto.EXTERNAL
-    for key, value in (("location", "missing-weights.bin"), ("offset", "0"), ("length", "16")):
-        entry = ext.external_data.add()
-        entry.key, entry.value = key, value
     save("external_missing", model(
         [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
-        [vi("x", [4])], [vi("y", [4])], [ext], check=False))
+        [vi("x", [4])], [vi("y", [4])],
+        [external_tensor(location="missing-weights.bin", offset="0", length="16")],
+        check=False))
 
     # Split sizes 2 + 3 of an axis of 6 (valid ONNX structurally).
     save("split_sizes", model(
@@ -287,15 +295,10 @@ def main():
     hint.attribute.append(helper.make_attribute("consumed_inputs", [0.5]))
     save("consumed_inputs_floats", model([hint], [vi("x", [2])], [vi("y", None)], opset=1,
                                          check=False))
-    ext = helper.make_tensor("w", F32, [4], [0, 0, 0, 0])
-    ext.ClearField("float_data")
-    ext.data_location = TensorProto.EXTERNAL
-    for key, value in (("location", "missing-weights.bin"), ("offset", "abc")):
-        entry = ext.external_data.add()
-        entry.key, entry.value = key, value
     save("external_bad_offset", model(
         [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
-        [vi("x", [4])], [vi("y", [4])], [ext], check=False))
+        [vi("x", [4])], [vi("y", [4])],
+        [external_tensor(location="missing-weights.bin", offset="abc")], check=False))
     # A 3-D pool of 100000 depth taps (SAME padding makes it fit) and a 1-D
     # pool of 2^40 taps: each output would visit every tap.
     save("pool3d_huge_depth", model(

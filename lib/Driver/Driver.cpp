@@ -538,10 +538,13 @@ int fusec::driverMain(int argc, char **argv) {
     return usageError("--log-level must be trace, debug, info, warn, error or off");
   if (!debugOnly.empty())
     setDebugOnly(debugOnly);
+  unsigned archNumber = 0;
   if (!llvm::StringRef(arch).startswith("sm_") ||
       !llvm::all_of(llvm::StringRef(arch).drop_front(3), llvm::isDigit) ||
-      arch.size() < 5)
-    return usageError("--arch must look like sm_80 or sm_90, not '" + arch + "'");
+      arch.size() < 5 || llvm::StringRef(arch).drop_front(3).getAsInteger(10, archNumber) ||
+      archNumber > 999)
+    return usageError("--arch must look like sm_80 or sm_90 (a number up to 999), not '" +
+                      arch + "'");
   for (const std::string &name : printBefore)
     if (!lookupPassInfo(name))
       return usageError("--print-before: unknown pass '" + name + "'");

@@ -96,6 +96,25 @@ struct Interpreter::Impl {
     }
   }
 
+  /// `bindShape` through tuples: every field of a tuple argument is checked
+  /// against its declared type (`%p[0]`, nested `%p[0][1]`).
+  static void bindValue(const Type &declared, const RtValue &value,
+                        llvm::StringMap<int64_t> &symbols, const std::string &what) {
+    if (declared.isTensor()) {
+      if (value.isTuple())
+        throw ExecError{what + " expects " + declared.str() + ", got a tuple"};
+      return bindShape(declared, *value.tensor, symbols, what);
+    }
+    if (!value.isTuple() || value.fields.size() != declared.getFields().size())
+      throw ExecError{what + " expects " + declared.str() + ", got " +
+                      (value.isTuple() ? "a tuple of " + std::to_string(value.fields.size()) +
+                                             " fields"
+                                       : std::string("a tensor"))};
+    for (size_t k = 0; k < value.fields.size(); ++k)
+      bindValue(declared.getFields()[k], value.fields[k], symbols,
+                what + "[" + std::to_string(k) + "]");
+  }
+
   void checkArguments(const Kernel &kernel,
                       const std::vector<std::shared_ptr<TensorData>> &inputs) {
     llvm::StringMap<int64_t> symbols;
@@ -220,10 +239,8 @@ struct Interpreter::Impl {
     llvm::DenseMap<const Value *, RtValue> env;
     llvm::StringMap<int64_t> symbols;
     for (size_t i = 0; i < function.params.size(); ++i) {
-      const Type &type = function.params[i]->type;
-      if (type.isTensor())
-        bindShape(type, *args[i].tensor, symbols,
-                  "@" + function.name + " parameter %" + function.params[i]->name);
+      bindValue(function.params[i]->type, args[i], symbols,
+                "@" + function.name + " parameter %" + function.params[i]->name);
       env[function.params[i].get()] = args[i];
     }
     function.forEachBinding([&](const Binding &binding) {

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "fusec/IR/Kernel.h"
 
+#include <functional>
+#include <map>
 #include <numeric>
 
 using namespace fusec;
@@ -125,6 +127,21 @@ KExprPtr fusec::rewriteLoads(
     if (KExprPtr replaced = rewrite(*e, args))
       return replaced;
   return changed ? rebuild(*e, std::move(args)) : e;
+}
+
+bool fusec::exceedsInliningLimit(const KExpr &e) {
+  std::map<const KExpr *, int64_t> sizes; // per shared node: the walk stays linear
+  std::function<int64_t(const KExpr &)> size = [&](const KExpr &node) -> int64_t {
+    auto found = sizes.find(&node);
+    if (found != sizes.end())
+      return found->second;
+    int64_t total = 1;
+    for (const KExprPtr &arg : node.args)
+      if (arg)
+        total = std::min(kMaxInlinedNodes + 1, total + size(*arg));
+    return sizes[&node] = total;
+  };
+  return size(e) > kMaxInlinedNodes;
 }
 
 KExprPtr fusec::inlineStage(const KExprPtr &e, const KStage &stage) {

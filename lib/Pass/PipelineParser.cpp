@@ -15,6 +15,7 @@
 #include "fusec/Pass/Pass.h"
 
 #include <cctype>
+#include <set>
 
 using namespace fusec;
 
@@ -103,6 +104,7 @@ bool PipelineParser::parseElement(PassManager &manager) {
 
 bool PipelineParser::parseOptions(Pass &pass) {
   size_t open = pos++;
+  std::set<std::string> given;
   while (true) {
     while (pos < text.size() && (text[pos] == ',' || std::isspace(
                                      static_cast<unsigned char>(text[pos]))))
@@ -123,6 +125,8 @@ bool PipelineParser::parseOptions(Pass &pass) {
                            std::string(1, text[pos]) + "'");
     if (pos == text.size() || text[pos] != '=')
       return fail(pos, "expected '=' after option '" + key.str() + "'");
+    if (!given.insert(key.str()).second)
+      return fail(keyStart, "option '" + key.str() + "' is given twice");
     size_t valueStart = ++pos;
     std::string value;
     if (pos < text.size() && text[pos] == '"') {

@@ -461,12 +461,29 @@ bool KernelLowering::run() {
     for (const KBuffer &buffer : *list)
       usedBuffers.insert(buffer.name);
   // 1. Inline, earlier stages first: an inline stage's body already has the
-  // inline stages it reads substituted when a later stage takes it.
+  // inline stages it reads substituted when a later stage takes it. Each
+  // inlining copies the producer's expression into every load of it, so a
+  // chain whose stages read their producer twice (x + x), or through an
+  // index used twice (a reshape's floordiv and mod of one flat index),
+  // doubles at every stage; an inline stage whose expression would pass
+  // kMaxInlinedNodes is materialized instead (a root with a flat mapping),
+  // and said so.
   stages = kernel.stages;
-  for (size_t i = 0; i < stages.size(); ++i)
+  for (size_t i = 0; i < stages.size(); ++i) {
     for (size_t j = 0; j < i; ++j)
       if (scheduleOf(stages[j].buffer).placement == StageSchedule::Inline)
         stages[i].body = inlineStage(stages[i].body, stages[j]);
+    StageSchedule *entry = kernel.schedule.find(stages[i].buffer);
+    if (entry->placement == StageSchedule::Inline && exceedsInliningLimit(*stages[i].body)) {
+      diag.warning(entry->loc.isValid() ? entry->loc : kernel.loc,
+                   "kernel '@" + kernel.name + "': inlining '%" + stages[i].buffer +
+                       "' would copy an expression of more than " +
+                       std::to_string(kMaxInlinedNodes) +
+                       " nodes into its readers; it is materialized instead");
+      entry->placement = StageSchedule::Root;
+      entry->mapping = StageMapping();
+    }
+  }
   // 2. A block-level stage has a shared copy only in its root's launch.
   for (const KStage &stage : stages) {
     const StageSchedule &entry = scheduleOf(stage.buffer);
@@ -504,9 +521,11 @@ bool KernelLowering::run() {
   for (const KStage &stage : stages)
     if (scheduleOf(stage.buffer).placement == StageSchedule::Root && !lowerRoot(stage))
       return false;
-  // 4. Only materialized internal buffers remain.
+  // 4. Only materialized internal buffers remain (one that no stage writes
+  // has no schedule entry and goes too).
   llvm::erase_if(kernel.internals, [&](const KBuffer &buffer) {
-    return scheduleOf(buffer.name).placement != StageSchedule::Root;
+    const StageSchedule *entry = kernel.schedule.find(buffer.name);
+    return !entry || entry->placement != StageSchedule::Root;
   });
   kernel.stages.clear();
   kernel.schedule = KSchedule();

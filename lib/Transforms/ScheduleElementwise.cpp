@@ -18,11 +18,22 @@
 using namespace fusec;
 
 std::vector<KStage> fusec::inlineSpatialInternals(const Kernel &kernel) {
+  return inlineStagesWhere(kernel, [&](size_t j) {
+    return isInternal(kernel, kernel.stages[j]) && !kernel.stages[j].isReduction();
+  });
+}
+
+std::vector<KStage> fusec::inlineStagesWhere(const Kernel &kernel,
+                                             llvm::function_ref<bool(size_t)> inlined) {
   std::vector<KStage> stages = kernel.stages;
-  for (size_t i = 0; i < stages.size(); ++i)
+  std::vector<bool> tooLarge(stages.size(), false);
+  for (size_t i = 0; i < stages.size(); ++i) {
     for (size_t j = 0; j < i; ++j)
-      if (isInternal(kernel, stages[j]) && !stages[j].isReduction())
+      if (!tooLarge[j] && inlined(j))
         stages[i].body = inlineStage(stages[i].body, stages[j]);
+    // As `lower` materializes it: later stages read it, not its copies.
+    tooLarge[i] = exceedsInliningLimit(*stages[i].body);
+  }
   return stages;
 }
 
@@ -93,11 +104,9 @@ static void computeSharedStagesOnce(const Kernel &kernel, KSchedule &schedule,
     if (!entry || entry->placement != StageSchedule::Inline)
       continue;
     // The stages as lowering would see them, `shared` not inlined.
-    std::vector<KStage> stages = kernel.stages;
-    for (size_t i = 0; i < stages.size(); ++i)
-      for (size_t j = 0; j < i; ++j)
-        if (j != s && schedule.find(stages[j].buffer)->placement == StageSchedule::Inline)
-          stages[i].body = inlineStage(stages[i].body, stages[j]);
+    std::vector<KStage> stages = inlineStagesWhere(kernel, [&](size_t j) {
+      return j != s && schedule.find(kernel.stages[j].buffer)->placement == StageSchedule::Inline;
+    });
     const KStage *reader = nullptr;
     int reads = 0;
     bool single = true;

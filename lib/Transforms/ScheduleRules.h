@@ -23,6 +23,10 @@ constexpr int64_t kFlatThreads = 256;
 /// The stages' bodies with every spatial internal stage inlined, as `lower`
 /// will see them under a schedule that inlines those stages.
 std::vector<KStage> inlineSpatialInternals(const Kernel &kernel);
+/// The stages with the stages `inlined(j)` substituted into later ones,
+/// except those past kMaxInlinedNodes (which `lower` materializes).
+std::vector<KStage> inlineStagesWhere(const Kernel &kernel,
+                                      llvm::function_ref<bool(size_t)> inlined);
 bool isInternal(const Kernel &kernel, const KStage &stage);
 /// The widest vector (at most 16 bytes) that divides the stage's static
 /// last dim; 1 for reductions, 0-d stages and symbolic last dims.

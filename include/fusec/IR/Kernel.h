@@ -311,6 +311,17 @@ KExprPtr rewriteLoads(
 /// `e` with every load of spatial `stage`'s buffer replaced by its body, the
 /// stage's variables bound to the load's indices.
 KExprPtr inlineStage(const KExprPtr &e, const KStage &stage);
+/// The most expression nodes, counted as a tree (a shared subexpression
+/// once per use, as printing and code generation see it), that a stage may
+/// have and still be inlined: inlining copies a producer's expression into
+/// every load of it, so a chain whose stages read their producer twice
+/// (x * sigmoid(x)) or through an index used twice (a reshape's floordiv and
+/// mod of one flat index) doubles at every stage. `schedule` does not look
+/// through such a stage and `lower` materializes it.
+constexpr int64_t kMaxInlinedNodes = int64_t(1) << 11;
+/// Whether `e`, as a tree, has more than kMaxInlinedNodes nodes (a walk
+/// linear in the shared form).
+bool exceedsInliningLimit(const KExpr &e);
 bool usesVar(const KExpr &e, llvm::StringRef var);
 /// Whether `e` loads `buffer` anywhere.
 bool loadsBuffer(const KExpr &e, llvm::StringRef buffer);

@@ -39,6 +39,7 @@
 //===----------------------------------------------------------------------===//
 #include "ExecNodes.h"
 
+#include <cstdio>
 #include <deque>
 
 using namespace fusec;
@@ -60,12 +61,25 @@ struct Sequence final : Stmt {
   }
 };
 
+/// An extent as a count of iterations. Values are doubles here, so one at
+/// or past 2^53 (INT64_MAX would wrap to a negative count and run nothing)
+/// is refused: no interpreter finishes that many anyway.
+static int64_t tripCount(double extent, const char *what) {
+  if (extent >= 9007199254740992.0) {
+    char count[32];
+    std::snprintf(count, sizeof count, "%.0f", extent);
+    throw ExecError{std::string(what) + " of " + count +
+                    " iterations is more than the interpreter runs (2^53)"};
+  }
+  return wrapToInt64(extent);
+}
+
 struct ForLoop final : Stmt {
   int slot;
   NodePtr extent;
   StmtPtr body;
   void exec(int64_t *vars) override {
-    int64_t trips = wrapToInt64(extent->eval(vars));
+    int64_t trips = tripCount(extent->eval(vars), "a loop");
     for (int64_t i = 0; i < trips; ++i) {
       vars[slot] = i;
       body->exec(vars);
@@ -457,7 +471,7 @@ void exec::runLaunches(const Kernel &kernel, Compiler &compiler) {
     }
     StmtPtr body = launchCompiler.compileList(launch.body);
     std::vector<int64_t> vars(launchCompiler.slotCount + 1, 0);
-    int64_t blocks = wrapToInt64(gridSize->eval(vars.data()));
+    int64_t blocks = tripCount(gridSize->eval(vars.data()), "a grid");
     if (blocks <= 0)
       continue;
     ++compiler.counters.launches;

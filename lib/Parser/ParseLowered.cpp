@@ -28,6 +28,8 @@
 //===----------------------------------------------------------------------===//
 #include "ParserImpl.h"
 
+#include <set>
+
 using namespace fusec;
 using fusec::detail::Parser;
 
@@ -77,11 +79,14 @@ bool Parser::parseMapping(StageMapping &mapping) {
   consume();
   if (!expect(Token::LParen, "'(' and the mapping's parameters"))
     return false;
+  std::set<std::string> given;
   bool parsed = parseCommaList(Token::RParen, ")", "a parameter", "the mapping", [&] {
     if (!token.is(Token::BareIdent))
       return error("expected a mapping parameter, found " + describeToken());
     std::string key = token.spelling.str();
     llvm::SMLoc keyLoc = token.getLoc();
+    if (!given.insert(key).second)
+      return error("mapping parameter '" + key + "' is given twice");
     consume();
     int64_t value = 0;
     if (!expect(Token::Equal, "'='") || !parseInt(value, "an integer"))

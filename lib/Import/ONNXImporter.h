@@ -70,6 +70,8 @@ public:
   /// when the input is not a constant.
   std::optional<std::vector<int64_t>> ints(size_t i, const char *what);
   const Type *typeOf(size_t i) const;
+  /// The shape of input `i`, a value or a constant; nullopt otherwise.
+  std::optional<Shape> inputShape(size_t i) const;
 
   /// Attributes; each read marks the attribute as understood (the importer
   /// rejects a node with an attribute no converter read).

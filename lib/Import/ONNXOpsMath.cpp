@@ -66,15 +66,6 @@ static bool logicalInputsAreBool(NodeContext &c) {
   return true;
 }
 
-/// The rank of input `i` (a value or a constant), or -1.
-static int64_t rankOfInput(NodeContext &c, size_t i) {
-  if (const Type *type = c.typeOf(i))
-    return type->getRank();
-  if (const TensorData *data = c.constant(i))
-    return int64_t(data->getShape().size());
-  return -1;
-}
-
 /// Before opset 7, `broadcast = 1` with an `axis` lines B's dims up with
 /// A's from that axis (Add-1: A [2, 3, 4, 5], B [3, 4], axis 1) where
 /// NumPy's rule lines up trailing dims. Returns how many unit dims B needs
@@ -88,9 +79,10 @@ static int64_t legacyTrailingUnitDims(NodeContext &c) {
   int64_t given = c.attrInt("axis", -1);
   if (!broadcast || !c.hasAttr("axis"))
     return 0;
-  int64_t rankA = rankOfInput(c, 0), rankB = rankOfInput(c, 1);
-  if (rankA < 0 || rankB < 0)
+  std::optional<Shape> shapeA = c.inputShape(0), shapeB = c.inputShape(1);
+  if (!shapeA || !shapeB)
     return c.fail("broadcast with an axis needs tensor inputs"), -1;
+  int64_t rankA = int64_t(shapeA->size()), rankB = int64_t(shapeB->size());
   __int128 axis = given < 0 ? __int128(given) + rankA : __int128(given);
   if (axis < 0 || axis + rankB > rankA)
     return c.fail("axis " + std::to_string(given) + " does not place B (rank " +

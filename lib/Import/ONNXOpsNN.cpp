@@ -105,19 +105,10 @@ static bool convertBatchNorm(NodeContext &c) {
   Value *s = nullptr, *t = nullptr;
   if (!spatial) {
     Shape sample(x->type.getShape().begin() + 1, x->type.getShape().end());
-    for (size_t i = 1; i <= 4; ++i) {
-      const Type *type = c.typeOf(i);
-      const TensorData *data = c.constant(i);
-      Shape shape;
-      if (type)
-        shape = type->getShape();
-      else if (data)
-        for (int64_t size : data->getShape())
-          shape.push_back(Dim::of(size));
-      if (shape != sample)
+    for (size_t i = 1; i <= 4; ++i)
+      if (c.inputShape(i) != sample)
         return c.fail("with spatial = 0, scale, B, mean and var must have the input's dims "
                       "after the batch");
-    }
   }
   if (scale && bias && mean && var) {
     int64_t channels = scale->getNumElements();

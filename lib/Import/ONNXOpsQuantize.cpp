@@ -136,33 +136,24 @@ static bool convertQuantizeLinear(NodeContext &c) {
 static bool convertDequantizeLinear(NodeContext &c) {
   std::string name = c.node.output(0);
   const TensorData *data = c.constant(0);
-  const Type *type = c.typeOf(0);
-  if (!data && !type)
+  std::optional<Shape> shape = c.inputShape(0);
+  if (!shape)
     return c.fail("input 0 is missing");
-  Shape shape;
-  if (type)
-    shape = type->getShape();
-  else
-    for (int64_t size : data->getShape())
-      shape.push_back(Dim::of(size));
-  int64_t rank = int64_t(shape.size());
-  std::optional<Quantization> q = readQuantization(c, shape);
+  int64_t rank = int64_t(shape->size());
+  std::optional<Quantization> q = readQuantization(c, *shape);
   if (!q)
     return false;
-  auto sliceOf = [&](int64_t flat, const std::vector<int64_t> &shape) -> size_t {
-    if (!q->perSlice())
-      return 0;
-    int64_t inner = 1;
-    for (size_t d = size_t(q->axis) + 1; d < shape.size(); ++d)
-      inner *= shape[d];
-    return size_t((flat / inner) % shape[size_t(q->axis)]);
-  };
   if (data) { // quantized weights: folded
     if (isFloatDType(data->getDType()))
       return c.fail("dequantizes integer tensors, not " + dtypeName(data->getDType()).str());
-    TensorData result(DType::f32, data->getShape());
+    // Element i lies in slice (i / inner) % slices along the axis.
+    const std::vector<int64_t> &dims = data->getShape();
+    int64_t inner = 1, slices = int64_t(q->scales.size());
+    for (size_t d = size_t(q->axis) + 1; q->perSlice() && d < dims.size(); ++d)
+      inner *= dims[d];
+    TensorData result(DType::f32, dims);
     for (int64_t i = 0; i < data->getNumElements(); ++i) {
-      size_t k = sliceOf(i, data->getShape());
+      size_t k = size_t((i / inner) % slices);
       // In f32, as ONNX computes it.
       result.set(i, float(float(data->getInt(i) - q->zeroPoints[k]) * float(q->scales[k])));
     }

@@ -1,0 +1,324 @@
+//===- ONNXNodeContext.cpp - What a converter sees of one node ------------===//
+//
+// NodeContext (ONNXImporter.h): a node's inputs (values, constants, shape
+// values; every accessor marks the input read, so that the importer can
+// reject a given input no converter looked at), its attributes (typed: a
+// value of another type, or in another type's field, is an error; every
+// read marks the attribute understood), and the emission of bindings and
+// outputs into the importer's function.
+//
+//===----------------------------------------------------------------------===//
+#include "ONNXImporter.h"
+
+using namespace fusec;
+using namespace fusec::onnximport;
+
+bool NodeContext::hasInput(size_t i) const {
+  if (i >= size_t(node.input_size()))
+    return false;
+  // Every accessor of input i asks this first: it marks the input read.
+  inputsRead.resize(size_t(node.input_size()));
+  inputsRead[i] = true;
+  return !node.input(int(i)).empty();
+}
+
+bool NodeContext::wasRead(size_t i) const { return i < inputsRead.size() && inputsRead[i]; }
+
+bool NodeContext::hasOutput(size_t i) const {
+  return i < size_t(node.output_size()) && !node.output(int(i)).empty();
+}
+
+bool NodeContext::fail(const llvm::Twine &message) {
+  // A node without a name is named by its first output.
+  std::string which = !node.name().empty() ? "node '" + node.name() + "'"
+                      : node.output_size()  ? "the node computing '" + node.output(0) + "'"
+                                            : std::string("a node without name or outputs");
+  if (importer.error.empty())
+    importer.error = which + " (" + node.op_type() + ", opset " + std::to_string(opset) +
+                     "): " + message.str();
+  return false;
+}
+
+Value *NodeContext::input(size_t i) {
+  if (!hasInput(i)) {
+    fail("input " + llvm::Twine(i) + " is missing");
+    return nullptr;
+  }
+  const std::string &name = node.input(int(i));
+  auto found = importer.values.find(name);
+  if (found != importer.values.end())
+    return found->second;
+  if (importer.constants.count(name))
+    return importer.materialize(name);
+  auto shape = importer.shapes.find(name);
+  if (shape != importer.shapes.end())
+    if (const Dim *dim = shape->second.firstSymbolic()) {
+      fail("input '" + name + "' is a shape computation involving the symbolic dim '" +
+           dim->symbol + "'; only shape inputs (Reshape, Expand) may use it, as a dim of "
+           "fusec's types is a size or one name, never an expression (--dim " +
+           dim->symbol + "=SIZE fixes its size)");
+      return nullptr;
+    }
+  fail("input '" + name + "' is not defined by an earlier node, an initializer or a graph input");
+  return nullptr;
+}
+
+const TensorData *NodeContext::constant(size_t i) const {
+  if (!hasInput(i))
+    return nullptr;
+  auto found = importer.constants.find(node.input(int(i)));
+  return found == importer.constants.end() ? nullptr : found->second.get();
+}
+
+std::optional<ShapeValue> NodeContext::shapeValue(size_t i) const {
+  if (!hasInput(i))
+    return std::nullopt;
+  auto found = importer.shapes.find(node.input(int(i)));
+  if (found != importer.shapes.end())
+    return found->second;
+  if (const TensorData *data = constant(i))
+    return shapeOfConstant(*data);
+  return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> NodeContext::ints(size_t i, const char *what) {
+  std::optional<ShapeValue> shape = shapeValue(i);
+  if (const Dim *dim = shape ? shape->firstSymbolic() : nullptr) {
+    fail(llvm::Twine(what) + " (input " + llvm::Twine(i) + ") involves the symbolic dim '" +
+         dim->symbol + "', but must be constant here (--dim " + dim->symbol +
+         "=SIZE fixes its size)");
+    return std::nullopt;
+  }
+  if (!shape) {
+    fail(llvm::Twine(what) + " (input " + llvm::Twine(i) +
+         ") must be a constant integer tensor; computed values are not supported");
+    return std::nullopt;
+  }
+  std::vector<int64_t> values;
+  for (const Dim &dim : shape->elements)
+    values.push_back(dim.size);
+  return values;
+}
+
+const Type *NodeContext::typeOf(size_t i) const {
+  if (!hasInput(i))
+    return nullptr;
+  auto found = importer.values.find(node.input(int(i)));
+  return found == importer.values.end() ? nullptr : &found->second->type;
+}
+
+std::optional<Shape> NodeContext::inputShape(size_t i) const {
+  if (const Type *type = typeOf(i))
+    return type->getShape();
+  const TensorData *data = constant(i);
+  if (!data)
+    return std::nullopt;
+  Shape shape;
+  for (int64_t size : data->getShape())
+    shape.push_back(Dim::of(size));
+  return shape;
+}
+
+const onnx::AttributeProto *NodeContext::findAttr(llvm::StringRef name) const {
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.name() == name)
+      return &attr;
+  return nullptr;
+}
+
+/// Attribute `name` when it holds a `kind` value. An attribute of another
+/// type is an error (a float `axis` would otherwise read as 0); one with
+/// no declared type (writers before IR version 2) is taken as it is.
+const onnx::AttributeProto *
+NodeContext::typedAttr(llvm::StringRef name, onnx::AttributeProto::AttributeType kind) {
+  used.insert(name.str());
+  const onnx::AttributeProto *attr = findAttr(name);
+  if (!attr)
+    return nullptr;
+  using AP = onnx::AttributeProto;
+  if (attr->type() != kind && attr->type() != AP::UNDEFINED) {
+    fail("attribute '" + name + "' must be " + AP::AttributeType_Name(kind) + ", not " +
+         AP::AttributeType_Name(attr->type()));
+    return nullptr;
+  }
+  // No field but the type's may hold the value (an INT-tagged value stored
+  // in `f` would read as 0). The type's own field may be absent: writers
+  // of proto3 semantics leave out a 0.
+  bool fields[] = {attr->has_f(),        attr->has_i(),          attr->has_s(),
+                   attr->has_t(),        attr->has_g(),          attr->floats_size() > 0,
+                   attr->ints_size() > 0, attr->strings_size() > 0, attr->tensors_size() > 0,
+                   attr->graphs_size() > 0};
+  AP::AttributeType kinds[] = {AP::FLOAT, AP::INT,  AP::STRING,  AP::TENSOR,  AP::GRAPH,
+                               AP::FLOATS, AP::INTS, AP::STRINGS, AP::TENSORS, AP::GRAPHS};
+  bool holds = true;
+  for (size_t k = 0; k < std::size(fields); ++k)
+    holds &= !fields[k] || kinds[k] == kind;
+  if (!holds) {
+    fail("attribute '" + name + "' holds a value of another type than its " +
+         AP::AttributeType_Name(kind));
+    return nullptr;
+  }
+  return attr;
+}
+
+bool NodeContext::hasAttr(llvm::StringRef name) const { return findAttr(name) != nullptr; }
+
+int64_t NodeContext::attrInt(llvm::StringRef name, int64_t defaultValue) {
+  const onnx::AttributeProto *attr = typedAttr(name, onnx::AttributeProto::INT);
+  return attr ? attr->i() : defaultValue;
+}
+
+double NodeContext::attrFloat(llvm::StringRef name, double defaultValue) {
+  const onnx::AttributeProto *attr = typedAttr(name, onnx::AttributeProto::FLOAT);
+  return attr ? attr->f() : defaultValue;
+}
+
+std::string NodeContext::attrString(llvm::StringRef name, std::string defaultValue) {
+  const onnx::AttributeProto *attr = typedAttr(name, onnx::AttributeProto::STRING);
+  return attr ? attr->s() : defaultValue;
+}
+
+std::optional<std::vector<int64_t>> NodeContext::attrInts(llvm::StringRef name) {
+  const onnx::AttributeProto *attr = typedAttr(name, onnx::AttributeProto::INTS);
+  if (!attr)
+    return std::nullopt;
+  return std::vector<int64_t>(attr->ints().begin(), attr->ints().end());
+}
+
+std::vector<double> NodeContext::attrFloats(llvm::StringRef name) {
+  const onnx::AttributeProto *attr = typedAttr(name, onnx::AttributeProto::FLOATS);
+  if (!attr)
+    return {};
+  return std::vector<double>(attr->floats().begin(), attr->floats().end());
+}
+
+std::vector<std::string> NodeContext::attrStrings(llvm::StringRef name) {
+  const onnx::AttributeProto *attr = typedAttr(name, onnx::AttributeProto::STRINGS);
+  if (!attr)
+    return {};
+  return std::vector<std::string>(attr->strings().begin(), attr->strings().end());
+}
+
+const onnx::TensorProto *NodeContext::attrTensor(llvm::StringRef name) {
+  const onnx::AttributeProto *attr = typedAttr(name, onnx::AttributeProto::TENSOR);
+  return attr && attr->has_t() ? &attr->t() : nullptr;
+}
+
+std::optional<DType> NodeContext::dtypeOf(int64_t onnxType, const char *what) {
+  std::optional<DType> dtype = mapDType(onnxType);
+  if (!dtype)
+    fail(llvm::Twine(what) + " has element type " + onnxTypeName(onnxType) +
+         ", which fusec does not support");
+  return dtype;
+}
+
+Operand NodeContext::literal(double value, DType dtype) {
+  Operand operand;
+  operand.literal = isFloatDType(dtype) ? Attr::makeFloat(value)
+                    : dtype == DType::boolean ? Attr::makeBool(value != 0)
+                                              : Attr::makeInt(int64_t(value));
+  return operand;
+}
+
+Value *NodeContext::emit(llvm::StringRef op, std::vector<Operand> operands, Attrs attrs,
+                         llvm::StringRef nameHint) {
+  if (!importer.error.empty())
+    return nullptr;
+  for (const Operand &operand : operands)
+    if (!operand.isLiteral() && !operand.value)
+      return nullptr;
+  // A 0 in FIR's reshape copies the operand's dim (as TVM's): a converter's
+  // reshape to a zero-size dim is an empty tensor, a splat of that shape.
+  // (ONNX's Reshape with allowzero = 1 reaches this too.)
+  const Attr *reshapeTo = op == "reshape" ? attrs.get("shape") : nullptr;
+  if (reshapeTo && llvm::any_of(reshapeTo->list, [](const Attr &entry) {
+        return entry.kind == Attr::Int && entry.intValue == 0;
+      })) {
+    const Type &input = operands[0].value->type;
+    Shape target;
+    for (const Attr &entry : reshapeTo->list) {
+      if (entry.kind != Attr::Int || entry.intValue < 0 ||
+          input.getStaticNumElements() != std::optional<int64_t>(0))
+        return fail("cannot reshape " + input.str() + " to " + reshapeTo->str() +
+                    ": a zero-size dim needs an empty operand and static sizes"),
+               nullptr;
+      target.push_back(Dim::of(entry.intValue));
+    }
+    return emitSplat(0, input.getDType(), target, nameHint.empty() ? node.output(0) : nameHint);
+  }
+  // An error about symbolic dims names the option that sizes them.
+  std::string firstSymbol;
+  for (const Operand &operand : operands)
+    if (!operand.isLiteral() && operand.value->type.isTensor() && firstSymbol.empty())
+      for (const Dim &dim : operand.value->type.getShape())
+        if (dim.isSymbolic() && firstSymbol.empty())
+          firstSymbol = dim.symbol;
+  auto binding = std::make_unique<Binding>();
+  binding->kind = ExprKind::Op;
+  binding->callee = op.str();
+  binding->operands = std::move(operands);
+  binding->attrs = std::move(attrs);
+  std::string problem;
+  std::string hint = nameHint.empty() && node.output_size() ? node.output(0) : nameHint.str();
+  Value *value = importer.addBinding(std::move(binding), hint, problem);
+  if (!value) {
+    llvm::StringRef text(problem);
+    if (!firstSymbol.empty() && (text.contains("symbolic") || text.contains("a product")))
+      problem += " (--dim " + firstSymbol + "=SIZE fixes a dim's size)";
+    fail(problem);
+  }
+  return value;
+}
+
+Value *NodeContext::emitConstant(TensorData data, llvm::StringRef nameHint) {
+  std::string name = nameHint.str();
+  while (importer.constants.count(name) || importer.values.count(name))
+    name += "_";
+  importer.constants[name] = std::make_shared<TensorData>(std::move(data));
+  return importer.materialize(name);
+}
+
+Value *NodeContext::emitSplat(double value, DType dtype, const Shape &shape,
+                             llvm::StringRef nameHint) {
+  if (!importer.error.empty())
+    return nullptr;
+  // A constant's shape is static: a splat over a symbolic dim (padding
+  // beside a dynamic batch) is a 0-d splat broadcast to it.
+  if (llvm::any_of(shape, [](const Dim &dim) { return dim.isSymbolic(); })) {
+    Value *scalar = emitSplat(value, dtype, {}, nameHint.str() + "_scalar");
+    Attrs attrs;
+    attrs.set("shape", makeShapeList(shape));
+    return scalar ? emit("broadcast_to", {Operand::of(scalar)}, attrs, nameHint) : nullptr;
+  }
+  auto binding = std::make_unique<Binding>();
+  binding->kind = ExprKind::Constant;
+  binding->constant = std::make_unique<ConstantData>();
+  binding->constant->form = ConstantData::Splat;
+  binding->constant->values.push_back(literal(value, dtype).literal);
+  binding->result = std::make_unique<Value>();
+  binding->result->type = Type::tensor(dtype, shape);
+  binding->writtenType = binding->result->type;
+  std::string problem;
+  return importer.addBinding(std::move(binding), nameHint, problem);
+}
+
+void NodeContext::define(size_t i, Value *value) {
+  if (hasOutput(i) && value)
+    importer.values[node.output(int(i))] = value;
+}
+
+void NodeContext::defineConstant(size_t i, TensorData data) {
+  if (!hasOutput(i))
+    return;
+  if (std::optional<ShapeValue> shape = shapeOfConstant(data))
+    importer.shapes[node.output(int(i))] = *shape;
+  importer.constants[node.output(int(i))] = std::make_shared<TensorData>(std::move(data));
+}
+
+void NodeContext::defineShape(size_t i, ShapeValue shape) {
+  if (!hasOutput(i))
+    return;
+  if (shape.isStatic())
+    return defineConstant(i, tensorOfShape(shape));
+  importer.shapes[node.output(int(i))] = std::move(shape);
+}

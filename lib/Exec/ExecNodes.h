@@ -13,6 +13,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace fusec {
 namespace exec {
@@ -32,6 +33,45 @@ inline int64_t wrapToInt64(double value) {
   else if (wrapped < -9223372036854775808.0)
     wrapped += 18446744073709551616.0;
   return wrapped >= 9223372036854775808.0 ? INT64_MIN : static_cast<int64_t>(wrapped);
+}
+
+// Values are doubles, except that an i64 value's 64 bits are the int64
+// itself (bit-cast): every int64 is exact, where a double holds integers
+// up to 2^53 only. Every node knows its dtype, so each reads its operands
+// in their representation. i8, i32 and bool values are ordinary doubles
+// (exact); index expressions are i64.
+
+/// The double slot that holds the i64 `value`.
+inline double fromInt64(int64_t value) {
+  double slot;
+  std::memcpy(&slot, &value, sizeof slot);
+  return slot;
+}
+/// The i64 held in `slot`.
+inline int64_t asInt64(double slot) {
+  int64_t value;
+  std::memcpy(&value, &slot, sizeof value);
+  return value;
+}
+/// The integer value of `x`, a value of `dtype` (an integer dtype or bool;
+/// a float is truncated and wrapped).
+inline int64_t intOf(double x, DType dtype) {
+  return dtype == DType::i64 ? asInt64(x) : wrapToInt64(x);
+}
+/// The integer `value` as a value of `dtype`: wrapped to its width (bool:
+/// 0/1; a float dtype: rounded to it).
+inline double intValueOf(int64_t value, DType dtype) {
+  if (dtype == DType::i64)
+    return fromInt64(value);
+  if (isIntDType(dtype) || dtype == DType::boolean)
+    return double(wrapToIntDType(value, dtype));
+  if (dtype == DType::f32)
+    return double(static_cast<float>(value)); // one rounding, as CUDA's
+  return roundToDType(double(value), dtype);
+}
+/// `x`, a value of `dtype`, as a number (i64 rounded to the nearest double).
+inline double numericOf(double x, DType dtype) {
+  return dtype == DType::i64 ? double(asInt64(x)) : x;
 }
 
 struct Buffer {
@@ -78,11 +118,11 @@ struct Const final : Node {
 struct VarRef final : Node {
   int slot;
   explicit VarRef(int s) : slot(s) {}
-  double eval(const int64_t *vars) const override { return double(vars[slot]); }
+  double eval(const int64_t *vars) const override { return fromInt64(vars[slot]); }
   void evalBatch(int64_t *vars, int batchSlot, int64_t count, double *out) const override {
-    double start = double(vars[slot]);
+    int64_t start = vars[slot];
     for (int64_t t = 0; t < count; ++t)
-      out[t] = batchSlot == slot ? start + double(t) : start;
+      out[t] = fromInt64(batchSlot == slot ? start + t : start);
   }
 };
 
@@ -97,69 +137,59 @@ inline int64_t floorDiv(int64_t a, int64_t b) {
 
 struct IndexOp final : Node {
   KExpr::Kind kind;
+  DType aType = DType::i64, bType = DType::i64, resultType = DType::i64;
   NodePtr a, b;
   mutable double rhs[kBatch];
   bool shortCircuit = false; // `&&`/`||` whose right side loads: stay lazy
-  /// Arithmetic and comparisons evaluate both operands as batches; so do
-  /// `&&` and `||` unless their right side reads a buffer (a guard such as
-  /// `i < n && %idx[i] > 0` must not read out of range).
-  void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const override {
-    if (shortCircuit)
-      return Node::evalBatch(vars, slot, count, out);
-    a->evalBatch(vars, slot, count, out);
-    if (kind == KExpr::Not) {
-      for (int64_t t = 0; t < count; ++t)
-        out[t] = out[t] == 0;
-      return;
-    }
-    if (kind == KExpr::FloorDiv || kind == KExpr::Mod)
-      return Node::evalBatch(vars, slot, count, out); // division checks
-    b->evalBatch(vars, slot, count, rhs);
-    for (int64_t t = 0; t < count; ++t) {
-      double x = out[t], y = rhs[t];
-      switch (kind) {
-      case KExpr::Add: out[t] = x + y; break;
-      case KExpr::Sub: out[t] = x - y; break;
-      case KExpr::Mul: out[t] = x * y; break;
-      case KExpr::Min: out[t] = std::min(x, y); break;
-      case KExpr::Max: out[t] = std::max(x, y); break;
-      case KExpr::Lt: out[t] = x < y; break;
-      case KExpr::Le: out[t] = x <= y; break;
-      case KExpr::Gt: out[t] = x > y; break;
-      case KExpr::Ge: out[t] = x >= y; break;
-      case KExpr::Eq: out[t] = x == y; break;
-      case KExpr::Ne: out[t] = x != y; break;
-      case KExpr::And: out[t] = x != 0 && y != 0; break;
-      case KExpr::Or: out[t] = x != 0 || y != 0; break;
-      default: break;
-      }
-    }
-  }
-  double eval(const int64_t *vars) const override {
-    int64_t x = wrapToInt64(a->eval(vars));
-    if (kind == KExpr::Not)
-      return x == 0;
-    if (kind == KExpr::And)
-      return x != 0 && b->eval(vars) != 0; // short-circuit
-    if (kind == KExpr::Or)
-      return x != 0 || b->eval(vars) != 0;
-    int64_t y = wrapToInt64(b->eval(vars));
+
+  /// The operation on integer operands, as a value of resultType.
+  double apply(int64_t x, int64_t y) const {
+    int64_t result = 0;
     switch (kind) {
-    case KExpr::Add: return double(wrappingAdd(x, y));
-    case KExpr::Sub: return double(wrappingSub(x, y));
-    case KExpr::Mul: return double(wrappingMul(x, y));
-    case KExpr::FloorDiv: return double(floorDiv(x, y));
-    case KExpr::Mod: return double(x - floorDiv(x, y) * y);
-    case KExpr::Min: return double(std::min(x, y));
-    case KExpr::Max: return double(std::max(x, y));
+    case KExpr::Add: result = wrappingAdd(x, y); break;
+    case KExpr::Sub: result = wrappingSub(x, y); break;
+    case KExpr::Mul: result = wrappingMul(x, y); break;
+    case KExpr::FloorDiv: result = floorDiv(x, y); break;
+    case KExpr::Mod: result = x - floorDiv(x, y) * y; break;
+    case KExpr::Min: result = std::min(x, y); break;
+    case KExpr::Max: result = std::max(x, y); break;
     case KExpr::Lt: return x < y;
     case KExpr::Le: return x <= y;
     case KExpr::Gt: return x > y;
     case KExpr::Ge: return x >= y;
     case KExpr::Eq: return x == y;
     case KExpr::Ne: return x != y;
+    case KExpr::And: return x != 0 && y != 0;
+    case KExpr::Or: return x != 0 || y != 0;
     default: return 0;
     }
+    return intValueOf(result, resultType);
+  }
+  /// Both operands are evaluated as batches, unless `&&`/`||` has a right
+  /// side that reads a buffer (a guard such as `i < n && %idx[i] > 0` must
+  /// not read out of range).
+  void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const override {
+    if (shortCircuit)
+      return Node::evalBatch(vars, slot, count, out);
+    a->evalBatch(vars, slot, count, out);
+    if (kind == KExpr::Not) {
+      for (int64_t t = 0; t < count; ++t)
+        out[t] = intOf(out[t], aType) == 0;
+      return;
+    }
+    b->evalBatch(vars, slot, count, rhs);
+    for (int64_t t = 0; t < count; ++t)
+      out[t] = apply(intOf(out[t], aType), intOf(rhs[t], bType));
+  }
+  double eval(const int64_t *vars) const override {
+    int64_t x = intOf(a->eval(vars), aType);
+    if (kind == KExpr::Not)
+      return x == 0;
+    if (kind == KExpr::And && x == 0) // short-circuit
+      return 0;
+    if (kind == KExpr::Or && x != 0)
+      return 1;
+    return apply(x, intOf(b->eval(vars), bType));
   }
 };
 
@@ -177,9 +207,10 @@ struct IndexCalc {
   std::vector<std::pair<int, int64_t>> terms; // slot, coefficient
   std::vector<Derived> derived;
   NodePtr general;
+  DType generalType = DType::i64; // an index loaded from an i32 buffer is i32
   int64_t eval(const int64_t *vars) const {
     if (general)
-      return wrapToInt64(general->eval(vars));
+      return intOf(general->eval(vars), generalType);
     int64_t value = constant;
     for (const auto &[slot, coefficient] : terms)
       value = wrappingAdd(value, wrappingMul(coefficient, vars[slot]));
@@ -311,33 +342,55 @@ inline double applyUnary(Op op, double x) {
   }
 }
 
-/// Integer add, subtract and multiply in wrapping 64-bit arithmetic, so an
-/// i32 product beyond 2^53 is exact before it is wrapped to 32 bits.
-inline double integerArithmetic(Op op, double x, double y, DType dtype) {
-  uint64_t a = uint64_t(wrapToInt64(x)), b = uint64_t(wrapToInt64(y));
-  uint64_t result = op == Op::Add ? a + b : op == Op::Subtract ? a - b : a * b;
-  // Wrap to the dtype's width before the result becomes a double again.
-  if (dtype == DType::i8)
-    return double(int8_t(result));
-  if (dtype == DType::i32)
-    return double(int32_t(result));
-  return double(int64_t(result));
+/// An operation on integer operands of `dtype` (y is unused by unary
+/// ones), exact in 64-bit two's complement arithmetic, as a value of
+/// `resultDType` (wrapped to its width). Division truncates, as C and
+/// TVM's TIR; operations without an integer form go through doubles.
+inline double applyInteger(Op op, int64_t x, int64_t y, DType resultDType) {
+  uint64_t a = uint64_t(x), b = uint64_t(y);
+  int64_t result;
+  switch (op) {
+  case Op::Add: result = int64_t(a + b); break;
+  case Op::Subtract: result = int64_t(a - b); break;
+  case Op::Multiply: result = int64_t(a * b); break;
+  case Op::Divide:
+    if (y == 0)
+      throw ExecError{"integer division by zero"};
+    result = y == -1 ? int64_t(0 - a) : x / y; // INT64_MIN / -1 wraps
+    break;
+  case Op::Maximum: result = std::max(x, y); break;
+  case Op::Minimum: result = std::min(x, y); break;
+  case Op::Negative: result = int64_t(0 - a); break;
+  case Op::Abs: result = x < 0 ? int64_t(0 - a) : x; break;
+  case Op::Sign: result = (x > 0) - (x < 0); break;
+  case Op::Relu: result = std::max<int64_t>(x, 0); break;
+  case Op::Floor:
+  case Op::Ceil:
+  case Op::Round: result = x; break;
+  case Op::LogicalNot: return x == 0;
+  case Op::Equal: return x == y;
+  case Op::NotEqual: return x != y;
+  case Op::Less: return x < y;
+  case Op::LessEqual: return x <= y;
+  case Op::Greater: return x > y;
+  case Op::GreaterEqual: return x >= y;
+  case Op::LogicalAnd: return x != 0 && y != 0;
+  case Op::LogicalOr: return x != 0 || y != 0;
+  case Op::Power:
+    return roundTo(std::pow(double(x), double(y)), resultDType);
+  default:
+    return roundTo(applyUnary(op, double(x)), resultDType);
+  }
+  return intValueOf(result, resultDType);
 }
 
-inline double applyBinary(Op op, double x, double y, DType dtype) {
-  if (isIntDType(dtype) && (op == Op::Add || op == Op::Subtract || op == Op::Multiply))
-    return integerArithmetic(op, x, y, dtype);
+/// A binary operation on float (or bool) operands.
+inline double applyBinary(Op op, double x, double y) {
   switch (op) {
   case Op::Add: return x + y;
   case Op::Subtract: return x - y;
   case Op::Multiply: return x * y;
-  case Op::Divide:
-    if (isIntDType(dtype)) { // truncating, as C and TVM's TIR
-      if (y == 0)
-        throw ExecError{"integer division by zero"};
-      return std::trunc(x / y);
-    }
-    return x / y;
+  case Op::Divide: return x / y;
   case Op::Power: return std::pow(x, y);
   case Op::Maximum: return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
   case Op::Minimum: return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
@@ -357,21 +410,32 @@ struct Call final : Node {
   Op op;
   DType dtype;       // the operation's dtype (operands' for comparisons)
   DType resultDType; // what the result is rounded to
+  bool integer = false; // integer operands: exact int64 arithmetic
   NodePtr a, b;
   int64_t *count;
   mutable double scratch[kBatch];
   double eval(const int64_t *vars) const override {
     ++*count;
     double x = a->eval(vars);
-    double result = b ? applyBinary(op, x, b->eval(vars), dtype) : applyUnary(op, x);
+    if (integer)
+      return applyInteger(op, intOf(x, dtype), b ? intOf(b->eval(vars), dtype) : 0, resultDType);
+    double result = b ? applyBinary(op, x, b->eval(vars)) : applyUnary(op, x);
     return roundTo(result, resultDType);
   }
   void evalBatch(int64_t *vars, int slot, int64_t n, double *out) const override {
     a->evalBatch(vars, slot, n, out);
-    if (b) {
+    if (b)
       b->evalBatch(vars, slot, n, scratch);
+    *count += n;
+    if (integer) {
+      for (int64_t t = 0; t < n; ++t)
+        out[t] = applyInteger(op, intOf(out[t], dtype), b ? intOf(scratch[t], dtype) : 0,
+                              resultDType);
+      return;
+    }
+    if (b) {
       // The frequent float arithmetic gets its own loops.
-      switch (isIntDType(dtype) ? Op::Power : op) {
+      switch (op) {
       case Op::Add:
         for (int64_t t = 0; t < n; ++t)
           out[t] += scratch[t];
@@ -386,24 +450,30 @@ struct Call final : Node {
         break;
       default:
         for (int64_t t = 0; t < n; ++t)
-          out[t] = applyBinary(op, out[t], scratch[t], dtype);
+          out[t] = applyBinary(op, out[t], scratch[t]);
       }
     } else {
       for (int64_t t = 0; t < n; ++t)
         out[t] = applyUnary(op, out[t]);
     }
     roundBatch(out, n, resultDType);
-    *count += n;
   }
 };
 
 struct Cast final : Node {
   NodePtr a;
-  DType dtype;
-  double eval(const int64_t *vars) const override { return roundTo(a->eval(vars), dtype); }
+  DType from, dtype;
+  double eval(const int64_t *vars) const override {
+    return convertValue(a->eval(vars), from, dtype);
+  }
   void evalBatch(int64_t *vars, int slot, int64_t n, double *out) const override {
     a->evalBatch(vars, slot, n, out);
-    roundBatch(out, n, dtype);
+    if (from == dtype)
+      return;
+    if (from != DType::i64)
+      return roundBatch(out, n, dtype);
+    for (int64_t t = 0; t < n; ++t)
+      out[t] = convertValue(out[t], from, dtype);
   }
 };
 
@@ -468,6 +538,7 @@ struct Compiler {
       if (!affine(*index, calc, 1)) {
         calc = IndexCalc();
         calc.general = compile(*index);
+        calc.generalType = index->dtype;
       }
       calcs.push_back(std::move(calc));
     }
@@ -527,17 +598,31 @@ struct Compiler {
     }
   }
 
+  /// `e` as a value of `dtype`: an index select's branches may be an i32
+  /// load and i64 index arithmetic, held differently.
+  NodePtr compileAs(const KExpr &e, DType dtype) {
+    if (e.dtype == dtype)
+      return compile(e);
+    auto cast = std::make_unique<Cast>();
+    cast->a = compile(e);
+    cast->from = e.dtype;
+    cast->dtype = dtype;
+    return cast;
+  }
+
   NodePtr compile(const KExpr &e) {
     switch (e.kind) {
     case KExpr::IntConst:
-      return std::make_unique<Const>(double(e.intValue));
+      return std::make_unique<Const>(intValueOf(e.intValue, e.dtype));
     case KExpr::Literal:
+      if (isIntDType(e.dtype) || e.dtype == DType::boolean)
+        return std::make_unique<Const>(intValueOf(e.intValue, e.dtype));
       return std::make_unique<Const>(e.floatValue);
     case KExpr::Var: {
       auto slot = slots.find(e.name);
       if (slot != slots.end())
         return std::make_unique<VarRef>(slot->second);
-      return std::make_unique<Const>(double(symbols.lookup(e.name)));
+      return std::make_unique<Const>(fromInt64(symbols.lookup(e.name)));
     }
     case KExpr::Load: {
       auto load = std::make_unique<Load>();
@@ -559,6 +644,7 @@ struct Compiler {
       call->op = opTable().lookup(e.name);
       call->dtype = e.args[0]->dtype;
       call->resultDType = e.dtype;
+      call->integer = isIntDType(call->dtype);
       call->a = compile(*e.args[0]);
       if (e.args.size() > 1)
         call->b = compile(*e.args[1]);
@@ -568,22 +654,27 @@ struct Compiler {
     case KExpr::Cast: {
       auto cast = std::make_unique<Cast>();
       cast->a = compile(*e.args[0]);
+      cast->from = e.args[0]->dtype;
       cast->dtype = e.dtype;
       return cast;
     }
     case KExpr::Select: {
       auto select = std::make_unique<Select>();
       select->cond = compile(*e.args[0]);
-      select->a = compile(*e.args[1]);
-      select->b = compile(*e.args[2]);
+      select->a = compileAs(*e.args[1], e.dtype);
+      select->b = compileAs(*e.args[2], e.dtype);
       return select;
     }
     default: {
       auto op = std::make_unique<IndexOp>();
       op->kind = e.kind;
+      op->resultType = e.dtype;
+      op->aType = e.args[0]->dtype;
       op->a = compile(*e.args[0]);
-      if (e.args.size() > 1)
+      if (e.args.size() > 1) {
+        op->bType = e.args[1]->dtype;
         op->b = compile(*e.args[1]);
+      }
       op->shortCircuit =
           (e.kind == KExpr::And || e.kind == KExpr::Or) && readsBuffer(*e.args[1]);
       return op;

@@ -38,9 +38,17 @@ double exec::roundTo(double value, DType dtype) {
     return dtype == DType::i8 ? double(int8_t(bits)) : double(int32_t(bits));
   }
   case DType::i64:
-    return double(wrapToInt64(value)); // modulo 2^64, as two's complement
+    return fromInt64(wrapToInt64(value)); // modulo 2^64, as two's complement
   }
   return value;
+}
+
+double exec::convertValue(double x, DType from, DType to) {
+  if (from == to)
+    return x;
+  if (from == DType::i64)
+    return intValueOf(asInt64(x), to);
+  return roundTo(x, to);
 }
 
 void exec::roundBatch(double *values, int64_t n, DType dtype) {
@@ -59,16 +67,25 @@ namespace {
 
 enum class Combiner { Add, Multiply, Max, Min };
 
-inline double combineOne(Combiner combiner, double acc, double value,
+/// Folds `value` (of `bodyDType`) into `acc` (of `accumulate`).
+inline double combineOne(Combiner combiner, double acc, double value, DType bodyDType,
                          DType accumulate) {
-  value = roundFast(value, accumulate);
-  bool integer = isIntDType(accumulate);
+  value = convertValue(value, bodyDType, accumulate);
+  if (isIntDType(accumulate)) {
+    int64_t x = intOf(acc, accumulate), y = intOf(value, accumulate);
+    switch (combiner) {
+    case Combiner::Add: return applyInteger(Op::Add, x, y, accumulate);
+    case Combiner::Multiply: return applyInteger(Op::Multiply, x, y, accumulate);
+    case Combiner::Max: return intValueOf(std::max(x, y), accumulate);
+    case Combiner::Min: return intValueOf(std::min(x, y), accumulate);
+    }
+  }
   switch (combiner) {
   case Combiner::Add:
-    acc = integer ? integerArithmetic(Op::Add, acc, value, accumulate) : acc + value;
+    acc = acc + value;
     break;
   case Combiner::Multiply:
-    acc = integer ? integerArithmetic(Op::Multiply, acc, value, accumulate) : acc * value;
+    acc = acc * value;
     break;
   case Combiner::Max:
     acc = std::isnan(acc) || std::isnan(value) ? NAN : std::max(acc, value);
@@ -82,9 +99,9 @@ inline double combineOne(Combiner combiner, double acc, double value,
 
 /// Folds `values` into `acc` in order, rounding after every step.
 double combineAll(Combiner combiner, double acc, const double *values, int64_t n,
-                  DType accumulate) {
+                  DType bodyDType, DType accumulate) {
   for (int64_t t = 0; t < n; ++t)
-    acc = combineOne(combiner, acc, values[t], accumulate);
+    acc = combineOne(combiner, acc, values[t], bodyDType, accumulate);
   return acc;
 }
 
@@ -103,6 +120,7 @@ void runStage(const KStage &stage, Compiler &compiler, Buffer &out) {
     extents.push_back(resolveDim(extent, compiler.symbols));
   }
   NodePtr body = compiler.compile(*stage.body);
+  DType bodyDType = stage.body->dtype;
   Combiner combiner = stage.combiner == "multiply" ? Combiner::Multiply
                       : stage.combiner == "max"    ? Combiner::Max
                       : stage.combiner == "min"    ? Combiner::Min
@@ -146,7 +164,7 @@ void runStage(const KStage &stage, Compiler &compiler, Buffer &out) {
       else
         body->evalBatch(vars.data(), slot, count, batch);
       for (int64_t t = 0; t < count; ++t)
-        out.data[flat++] = roundTo(batch[t], out.dtype);
+        out.data[flat++] = convertValue(batch[t], bodyDType, out.dtype);
     });
   } else {
     // Each output element folds its reduction points in order. With spatial
@@ -155,7 +173,9 @@ void runStage(const KStage &stage, Compiler &compiler, Buffer &out) {
     int64_t reduceTotal = product(spatialCount, extents.size());
     double accs[kBatch];
     sweep(0, spatialCount, [&](int64_t count, int slot) {
-      double init = roundTo(stage.init, stage.accumulate);
+      double init = isIntDType(stage.accumulate)
+                        ? intValueOf(stage.intInit, stage.accumulate)
+                        : roundTo(stage.init, stage.accumulate);
       if (slot < 0) {
         double acc = init;
         if (reduceTotal > 0)
@@ -164,10 +184,10 @@ void runStage(const KStage &stage, Compiler &compiler, Buffer &out) {
               batch[0] = body->eval(vars.data());
             else
               body->evalBatch(vars.data(), innerSlot, n, batch);
-            acc = combineAll(combiner, acc, batch, n, stage.accumulate);
+            acc = combineAll(combiner, acc, batch, n, bodyDType, stage.accumulate);
             *combineCount += n;
           });
-        out.data[flat++] = roundTo(acc, out.dtype);
+        out.data[flat++] = convertValue(acc, stage.accumulate, out.dtype);
         return;
       }
       std::fill(accs, accs + count, init);
@@ -177,17 +197,18 @@ void runStage(const KStage &stage, Compiler &compiler, Buffer &out) {
           rest /= extents[d];
         }
         body->evalBatch(vars.data(), slot, count, batch);
-        if (combiner == Combiner::Add && stage.accumulate == DType::f32) {
+        if (combiner == Combiner::Add && stage.accumulate == DType::f32 &&
+            bodyDType != DType::i64) {
           for (int64_t t = 0; t < count; ++t) // the matmul/conv case
             accs[t] = static_cast<float>(accs[t] + static_cast<float>(batch[t]));
         } else {
           for (int64_t t = 0; t < count; ++t)
-            accs[t] = combineOne(combiner, accs[t], batch[t], stage.accumulate);
+            accs[t] = combineOne(combiner, accs[t], batch[t], bodyDType, stage.accumulate);
         }
       }
       *combineCount += count * reduceTotal;
       for (int64_t t = 0; t < count; ++t)
-        out.data[flat++] = roundTo(accs[t], out.dtype);
+        out.data[flat++] = convertValue(accs[t], stage.accumulate, out.dtype);
     });
   }
   if (out.global)
@@ -219,7 +240,7 @@ exec::runKernel(const Kernel &kernel,
     buffer->global = true;
     buffer->data.resize(data.getNumElements());
     for (int64_t e = 0; e < data.getNumElements(); ++e)
-      buffer->data[e] = data.get(e);
+      buffer->data[e] = buffer->dtype == DType::i64 ? fromInt64(data.getInt(e)) : data.get(e);
     compiler.buffers[declared.name] = buffer.get();
     storage.push_back(std::move(buffer));
   }
@@ -248,7 +269,10 @@ exec::runKernel(const Kernel &kernel,
     const Buffer &buffer = *compiler.buffers.lookup(declared.name);
     auto data = std::make_shared<TensorData>(buffer.dtype, buffer.shape);
     for (int64_t e = 0; e < data->getNumElements(); ++e)
-      data->set(e, buffer.data[e]);
+      if (buffer.dtype == DType::i64)
+        data->setInt(e, asInt64(buffer.data[e]));
+      else
+        data->set(e, buffer.data[e]);
     outputs.push_back(std::move(data));
   }
   return outputs;

@@ -31,9 +31,13 @@ inline void checkAllocation(int64_t elements, const std::string &what) {
     throw ExecError{problem};
 }
 
-/// Rounds `value` to what `dtype` holds: f32/f16/bf16 to nearest even,
-/// integers wrapped as two's complement, bool to 0/1.
+/// The number `value` as a value of `dtype` (ExecNodes.h: an i64 is held
+/// bit-cast): f32/f16/bf16 rounded to nearest even, integers truncated and
+/// wrapped as two's complement, bool 0/1.
 double roundTo(double value, DType dtype);
+/// `x`, a value of `from`, converted to `to` as C and CUDA convert (an i64
+/// to f32 rounds once, exactly as __ll2float_rn).
+double convertValue(double x, DType from, DType to);
 /// roundTo with the common f32 case inlined (hot loops).
 inline double roundFast(double value, DType dtype) {
   return dtype == DType::f32 ? double(static_cast<float>(value)) : roundTo(value, dtype);

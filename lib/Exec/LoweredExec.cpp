@@ -39,7 +39,6 @@
 //===----------------------------------------------------------------------===//
 #include "ExecNodes.h"
 
-#include <cstdio>
 #include <deque>
 
 using namespace fusec;
@@ -61,25 +60,22 @@ struct Sequence final : Stmt {
   }
 };
 
-/// An extent as a count of iterations. Values are doubles here, so one at
-/// or past 2^53 (INT64_MAX would wrap to a negative count and run nothing)
-/// is refused: no interpreter finishes that many anyway.
-static int64_t tripCount(double extent, const char *what) {
-  if (extent >= 9007199254740992.0) {
-    char count[32];
-    std::snprintf(count, sizeof count, "%.0f", extent);
-    throw ExecError{std::string(what) + " of " + count +
+/// An extent as a count of iterations. One at or past 2^53 is refused: no
+/// interpreter finishes that many anyway.
+static int64_t tripCount(int64_t count, const char *what) {
+  if (count >= (int64_t(1) << 53))
+    throw ExecError{std::string(what) + " of " + std::to_string(count) +
                     " iterations is more than the interpreter runs (2^53)"};
-  }
-  return wrapToInt64(extent);
+  return count;
 }
 
 struct ForLoop final : Stmt {
   int slot;
   NodePtr extent;
+  DType extentDType;
   StmtPtr body;
   void exec(int64_t *vars) override {
-    int64_t trips = tripCount(extent->eval(vars), "a loop");
+    int64_t trips = tripCount(intOf(extent->eval(vars), extentDType), "a loop");
     for (int64_t i = 0; i < trips; ++i) {
       vars[slot] = i;
       body->exec(vars);
@@ -102,6 +98,7 @@ struct StoreTo final : Stmt {
   Buffer *buffer;
   std::vector<IndexCalc> indices;
   NodePtr value;
+  DType valueDType;
   int64_t *bytesWritten;
   int64_t elementBytes;
   int laneSlot = -1;
@@ -113,7 +110,7 @@ struct StoreTo final : Stmt {
     if (vectorWidth && vars[laneSlot] == 0 && offset % vectorWidth != 0)
       throw ExecError{"misaligned vector store to %" + buffer->name + " at element " +
                       std::to_string(offset)};
-    buffer->data[offset] = roundTo(result, buffer->dtype);
+    buffer->data[offset] = convertValue(result, valueDType, buffer->dtype);
     if (buffer->global && !(uniformInLane && vars[laneSlot] != 0))
       *bytesWritten += elementBytes;
   }
@@ -237,12 +234,13 @@ struct AsyncCopy final : Stmt {
   Buffer *dst, *src;
   std::vector<IndexCalc> dstIndices, srcIndices;
   NodePtr valid;
+  DType validDType;
   int64_t width, elementBytes;
   int threadSlot;
   int64_t *bytesRead;
   AsyncState *state;
   void exec(int64_t *vars) override {
-    int64_t count = wrapToInt64(valid->eval(vars));
+    int64_t count = intOf(valid->eval(vars), validDType);
     if (count < 0 || count > width)
       throw ExecError{"async_copy into %" + dst->name + " reads " + std::to_string(count) +
                       " elements; it copies " + std::to_string(width)};
@@ -363,6 +361,7 @@ public:
       copy->dstIndices = compiler.compileIndices(stmt.indices);
       copy->srcIndices = compiler.compileIndices(stmt.value->args);
       copy->valid = compiler.compile(*stmt.extent);
+      copy->validDType = stmt.extent->dtype;
       copy->width = stmt.count;
       copy->elementBytes = dtypeBytes(copy->src->dtype);
       copy->threadSlot = threadSlot;
@@ -384,6 +383,7 @@ public:
     case LStmt::For: {
       auto loop = std::make_unique<ForLoop>();
       loop->extent = compiler.compile(*stmt.extent);
+      loop->extentDType = stmt.extent->dtype;
       loop->slot = newSlot(stmt.var);
       bool vector = stmt.loopKind == LStmt::Vector;
       if (vector) {
@@ -408,6 +408,7 @@ public:
       store->buffer = compiler.buffers.lookup(stmt.buffer);
       store->indices = compiler.compileIndices(stmt.indices);
       store->value = compiler.compile(*stmt.value);
+      store->valueDType = stmt.value->dtype;
       store->bytesWritten = &compiler.counters.bytesWritten;
       store->elementBytes = dtypeBytes(store->buffer->dtype);
       if (compiler.laneSlot >= 0) {
@@ -471,7 +472,8 @@ void exec::runLaunches(const Kernel &kernel, Compiler &compiler) {
     }
     StmtPtr body = launchCompiler.compileList(launch.body);
     std::vector<int64_t> vars(launchCompiler.slotCount + 1, 0);
-    int64_t blocks = tripCount(gridSize->eval(vars.data()), "a grid");
+    int64_t blocks =
+        tripCount(intOf(gridSize->eval(vars.data()), launch.gridSize->dtype), "a grid");
     if (blocks <= 0)
       continue;
     ++compiler.counters.launches;

@@ -45,6 +45,17 @@ KExprPtr KExpr::literal(double value, DType dtype) {
   e->kind = Literal;
   e->dtype = dtype;
   e->floatValue = value;
+  if (isIntDType(dtype) || dtype == DType::boolean)
+    e->intValue = saturatingInt64(value);
+  return e;
+}
+
+KExprPtr KExpr::intLiteral(int64_t value, DType dtype) {
+  auto e = std::make_shared<KExpr>();
+  e->kind = Literal;
+  e->dtype = dtype;
+  e->floatValue = double(value);
+  e->intValue = value;
   return e;
 }
 
@@ -78,7 +89,9 @@ KExprPtr KExpr::cast(KExprPtr value, DType dtype) {
 KExprPtr KExpr::select(KExprPtr cond, KExprPtr a, KExprPtr b) {
   auto e = std::make_shared<KExpr>();
   e->kind = Select;
-  e->dtype = a->dtype;
+  // Between an index (i64) and an index loaded from an i32 buffer, the
+  // wider one, as C's `?:`.
+  e->dtype = isIntDType(a->dtype) && b->dtype == DType::i64 ? DType::i64 : a->dtype;
   e->args = {std::move(cond), std::move(a), std::move(b)};
   return e;
 }
@@ -217,7 +230,8 @@ static std::string printWith(const KExpr &e, std::optional<DType> expected) {
   case KExpr::Var:
     return e.name;
   case KExpr::Literal: {
-    std::string text = formatScalar(e.floatValue, e.dtype);
+    std::string text = isIntDType(e.dtype) ? std::to_string(e.intValue)
+                                           : formatScalar(e.floatValue, e.dtype);
     if (e.dtype == DType::boolean || (expected && *expected == e.dtype))
       return text;
     return dtypeName(e.dtype).str() + "(" + text + ")";
@@ -350,7 +364,9 @@ static std::string printStage(const KStage &stage) {
   for (size_t i = 0; i < stage.reduceVars.size(); ++i)
     text += (i ? ", " : "") + stage.reduceVars[i].first + ": " +
             stage.reduceVars[i].second.str();
-  return text + ") init " + formatScalar(stage.init, stage.accumulate) + " in " +
+  std::string init = isIntDType(stage.accumulate) ? std::to_string(stage.intInit)
+                                                  : formatScalar(stage.init, stage.accumulate);
+  return text + ") init " + init + " in " +
          dtypeName(stage.accumulate).str();
 }
 

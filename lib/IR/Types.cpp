@@ -50,6 +50,25 @@ bool fusec::isIntDType(DType dtype) {
   return dtype == DType::i8 || dtype == DType::i32 || dtype == DType::i64;
 }
 
+int64_t fusec::saturatingInt64(double value) {
+  if (std::isnan(value))
+    return 0;
+  if (value >= 9223372036854775808.0)
+    return INT64_MAX;
+  if (value <= -9223372036854775808.0)
+    return INT64_MIN;
+  return static_cast<int64_t>(value);
+}
+
+int64_t fusec::wrapToIntDType(int64_t value, DType dtype) {
+  switch (dtype) {
+  case DType::i8: return int8_t(uint8_t(uint64_t(value)));
+  case DType::i32: return int32_t(uint32_t(uint64_t(value)));
+  case DType::boolean: return value != 0;
+  default: return value;
+  }
+}
+
 /// Rounds a double to a binary float format with `precision` significant
 /// bits, smallest normal exponent `minExponent` and largest finite value
 /// `maxFinite`, to nearest even, in one step (rounding through f32 first
@@ -109,7 +128,7 @@ std::string fusec::formatScalar(double value, DType dtype) {
   if (dtype == DType::boolean)
     return value != 0 ? "true" : "false";
   if (isIntDType(dtype))
-    return std::to_string(static_cast<int64_t>(value));
+    return std::to_string(saturatingInt64(value));
   if (dtype == DType::f32 && float(value) == value && !std::isnan(value) &&
       !std::isinf(value)) {
     // The shortest text that reads back to the same f32.

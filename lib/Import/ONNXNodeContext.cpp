@@ -216,7 +216,7 @@ Operand NodeContext::literal(double value, DType dtype) {
   Operand operand;
   operand.literal = isFloatDType(dtype) ? Attr::makeFloat(value)
                     : dtype == DType::boolean ? Attr::makeBool(value != 0)
-                                              : Attr::makeInt(int64_t(value));
+                                              : Attr::makeInt(saturatingInt64(value));
   return operand;
 }
 

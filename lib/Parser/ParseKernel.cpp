@@ -173,7 +173,9 @@ bool Parser::parseStage(Kernel &kernel) {
     std::string problem = checkLiteralForDType(init, *accumulate);
     if (!problem.empty())
       return errorAt(init.loc, problem);
-    stage.init = init.kind == Attr::Bool ? init.boolValue : init.asDouble();
+    stage.setInit(init.kind == Attr::Bool ? init.boolValue : init.asDouble());
+    if (init.kind == Attr::Int)
+      stage.intInit = init.intValue; // exact beyond 2^53
     // Bare literals in the body take the dtype of the values they meet; a
     // body of literals only is computed in the accumulation dtype.
     expected = *accumulate;
@@ -356,8 +358,7 @@ Parser::MutableExpr Parser::parseKPrimary(ExprContext context) {
       std::string problem = checkLiteralForDType(literalKinds[args[0].get()], *dtype);
       if (!problem.empty())
         return errorAt(headLoc, problem), nullptr;
-      args[0]->dtype = *dtype;
-      args[0]->floatValue = roundToDType(args[0]->floatValue, *dtype);
+      typeLiteral(*args[0], *dtype);
       return args[0];
     }
     return std::const_pointer_cast<KExpr>(KExpr::cast(args[0], *dtype));
@@ -406,6 +407,14 @@ Parser::MutableExpr Parser::parseKPrimary(ExprContext context) {
   return std::const_pointer_cast<KExpr>(KExpr::call(head, operands, args[0]->dtype));
 }
 
+void Parser::typeLiteral(KExpr &e, DType dtype) {
+  const Attr &written = literalKinds[&e];
+  e.dtype = dtype;
+  e.floatValue = roundToDType(e.floatValue, dtype);
+  if (isIntDType(dtype) || dtype == DType::boolean)
+    e.intValue = written.kind == Attr::Int ? written.intValue : saturatingInt64(e.floatValue);
+}
+
 /// The dtype `e` has regardless of context, if any.
 static std::optional<DType> intrinsicDType(const KExpr &e,
                                            const std::vector<KExpr *> &untyped) {
@@ -451,8 +460,7 @@ bool Parser::resolveDTypes(KExpr &e, std::optional<DType> expected,
     if (!problem.empty())
       return errorAt(loc, problem);
     untypedLiterals.erase(it);
-    e.dtype = *expected;
-    e.floatValue = roundToDType(e.floatValue, *expected);
+    typeLiteral(e, *expected);
     return true;
   }
   case KExpr::Call: {

@@ -99,6 +99,9 @@ private:
   MutableExpr parseKUnary(ExprContext context);
   MutableExpr parseKPrimary(ExprContext context);
   bool resolveDTypes(KExpr &e, std::optional<DType> expected, llvm::SMLoc loc);
+  /// Gives an untyped literal its dtype (an integer one keeps the exact
+  /// value written).
+  void typeLiteral(KExpr &e, DType dtype);
   const Kernel *currentKernel = nullptr;
   /// Literals whose dtype comes from their context, resolved per stage.
   std::vector<KExpr *> untypedLiterals;

@@ -76,7 +76,7 @@ KExprPtr rewrite(const KExprPtr &e, const Renaming &renaming,
       // constant, not a value.
       const KExprPtr &value = literal->second;
       if (inIndex && isIntDType(value->dtype))
-        return KExpr::intConst(int64_t(value->floatValue));
+        return KExpr::intConst(value->intValue);
       return value;
     }
   }
@@ -148,7 +148,9 @@ std::unique_ptr<Kernel> fusec::buildFusedKernel(const Module &module, const Func
     if (binding.kind == ExprKind::Constant && result->type.isTensor() &&
         result->type.getRank() == 0) {
       TensorData data = binding.constant->materialize(result->type);
-      scalarOf[result] = KExpr::literal(data.get(0), result->type.getDType());
+      DType dtype = result->type.getDType();
+      scalarOf[result] = isIntDType(dtype) ? KExpr::intLiteral(data.getInt(0), dtype)
+                                           : KExpr::literal(data.get(0), dtype);
       return;
     }
     // Tuples, gets and aliases only re-slice lists of buffers (TVM's

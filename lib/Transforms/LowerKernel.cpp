@@ -163,7 +163,7 @@ std::string KernelLowering::emitSerialReduction(const KStage &stage,
                                                 std::map<std::string, KExprPtr> bindings,
                                                 std::vector<LStmt> &out, bool &ok) {
   std::string acc = addBuffer(stage.buffer + "_acc", KBuffer::Local, stage.accumulate, 1);
-  out.push_back(store(acc, {cnst(0)}, KExpr::literal(stage.init, stage.accumulate)));
+  out.push_back(store(acc, {cnst(0)}, stage.initLiteral()));
   std::vector<std::pair<std::string, KExprPtr>> loops;
   for (const auto &[var, extent] : stage.reduceVars) {
     std::string name = freshVar(var);
@@ -269,7 +269,7 @@ bool KernelLowering::emitBlockReduction(const KStage &stage,
   fold.push_back(store(acc, {cnst(0)}, combine(stage, acc, value)));
   bool exact = total->kind == KExpr::IntConst && total->intValue % threads == 0;
   std::vector<LStmt> partial;
-  partial.push_back(store(acc, {cnst(0)}, KExpr::literal(stage.init, stage.accumulate)));
+  partial.push_back(store(acc, {cnst(0)}, stage.initLiteral()));
   std::vector<LStmt> folds = guarded(exact ? nullptr : lt(point, total), std::move(fold));
   if (single)
     partial.insert(partial.end(), std::make_move_iterator(folds.begin()),

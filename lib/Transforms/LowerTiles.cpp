@@ -119,7 +119,7 @@ bool KernelLowering::emitTiles(const KStage &root, const StageMapping &mapping) 
     }
   std::string zeroVar = freshVar("i");
   std::vector<LStmt> zero;
-  zero.push_back(store(acc, {KExpr::var(zeroVar)}, KExpr::literal(core->init, core->accumulate)));
+  zero.push_back(store(acc, {KExpr::var(zeroVar)}, core->initLiteral()));
   std::vector<LStmt> init;
   init.push_back(loop(LStmt::Unroll, zeroVar, cnst(accumulators), std::move(zero)));
   if (staged) {

@@ -49,26 +49,7 @@ import numpy as np
 
 # Cases where fusec disagrees with NumPy/TVM semantics: real bugs, kept in the
 # suite and reported, not hidden. Key: case name, value: what is wrong.
-_I64_DOUBLE = ("BUG: the interpreter holds every element as a double (lib/Exec/KernelExec.cpp "
-               "Buffer::data, TensorData::get/set at the kernel boundary), so i64 values beyond "
-               "2^53 lose their low bits, even through astype/reshape")
-_I64_CLAMP = ("LIMITATION: i64 overflow now wraps, but operands near 2^63 are already "
-              "rounded to doubles (see _I64_DOUBLE)")
-KNOWN_FAILURES = {
-    # i64 values beyond 2^53.
-    "astype/i64->i64/beyond-2^53": _I64_DOUBLE,  # 2^53+1 -> 2^53, 2^63-1 -> 2^63-1024
-    "astype/i64->i32/beyond-2^53": _I64_DOUBLE,  # 2^53+1 -> 0 (want 1), 2^62+3 -> 0 (want 3)
-    "astype/i64->i8/beyond-2^53": _I64_DOUBLE,
-    "reshape/i64/beyond-2^53": _I64_DOUBLE,
-    "add/i64/beyond-2^53": _I64_DOUBLE,  # (2^53+1) + 0 -> 2^53
-    "sum/i64/beyond-2^53": _I64_DOUBLE,  # 2*(2^55+1)+1 -> 2^56 (want 2^56+3)
-    "max/i64/extremes": _I64_DOUBLE,  # max([2^63-1, 5, -2^63]) -> 2^63-1024
-    "divide/i64/trunc": _I64_DOUBLE,  # (2^63-1) / 1 -> 2^63-1024
-    # i64 overflow saturates.
-    "add/i64/wrap": _I64_CLAMP,  # (2^63-1) + 1 -> 2^63-1024 (want -2^63)
-    "subtract/i64/wrap": _I64_CLAMP,  # (2^63-1) - 1 -> 2^63-1024 (want 2^63-2)
-    "multiply/i64/wrap": _I64_CLAMP,  # 2^62 * 4 -> 2^63-1024 (want 0)
-}
+KNOWN_FAILURES = {}
 
 FLOATS = ["f32", "f16", "bf16"]
 INTS = ["i8", "i32", "i64"]
@@ -391,8 +372,18 @@ def gen_astype():
 # --- binary ----------------------------------------------------------------
 
 def trunc_div(a, b):
-    q = np.abs(a) // np.abs(b)
-    return np.where((a < 0) != (b < 0), -q, q)
+    """C's truncating division, in Python integers (np.abs(-2^63) overflows)
+    and wrapped back to the operands' dtype."""
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    dtype = np.result_type(a, b)
+    bits = np.iinfo(dtype).bits
+    def one(x, y):
+        q = abs(int(x)) // abs(int(y))
+        q = -q if (x < 0) != (y < 0) else q
+        q %= 1 << bits
+        return q - (1 << bits) if q >= 1 << (bits - 1) else q
+    return np.array([one(x, y) for x, y in zip(a.ravel(), b.ravel())],
+                    dtype=dtype).reshape(a.shape)
 
 
 def ref_divide(a, b, dt):

@@ -39,6 +39,12 @@ llvm::StringRef dtypeName(DType dtype);
 unsigned dtypeBytes(DType dtype);
 bool isFloatDType(DType dtype);
 bool isIntDType(DType dtype);
+/// `value` truncated to an int64, saturated at INT64_MIN/INT64_MAX (2^63 as
+/// a double, the nearest to INT64_MAX, becomes INT64_MAX); NaN is 0.
+int64_t saturatingInt64(double value);
+/// `value` wrapped to `dtype`'s width as two's complement (i8, i32), 0/1
+/// for bool; i64 as is.
+int64_t wrapToIntDType(int64_t value, DType dtype);
 /// Rounds `value` to the nearest value representable in a float dtype.
 double roundToDType(double value, DType dtype);
 /// Whether `value` fits `dtype` without overflowing (inf/nan fit floats).

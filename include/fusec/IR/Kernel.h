@@ -52,6 +52,8 @@ struct KExpr {
   DType dtype = DType::i64;
   std::string name; // Var, Load (buffer), Call (operation)
   std::vector<KExprPtr> args;
+  /// IntConst; a Literal of an integer dtype holds its exact value here
+  /// (and the nearest double in floatValue).
   int64_t intValue = 0;
   double floatValue = 0; // Literal
 
@@ -61,6 +63,8 @@ struct KExpr {
   static KExprPtr var(std::string name);
   static KExprPtr binary(Kind kind, KExprPtr lhs, KExprPtr rhs);
   static KExprPtr literal(double value, DType dtype);
+  /// An integer literal, exact beyond 2^53.
+  static KExprPtr intLiteral(int64_t value, DType dtype);
   static KExprPtr load(std::string buffer, std::vector<KExprPtr> indices,
                        DType dtype);
   static KExprPtr call(std::string op, std::vector<KExprPtr> args, DType dtype);
@@ -108,10 +112,22 @@ struct KStage {
   std::string combiner; // add, multiply, max, min; empty for a spatial stage
   std::vector<std::pair<std::string, Dim>> reduceVars;
   double init = 0;
+  /// The init of an integer accumulator, exact (`init` is its nearest
+  /// double: INT64_MAX, min's init, is not one).
+  int64_t intInit = 0;
   DType accumulate = DType::f32;
   llvm::SMLoc loc;
 
   bool isReduction() const { return !combiner.empty(); }
+  void setInit(double value) {
+    init = value;
+    intInit = saturatingInt64(value);
+  }
+  /// The init as a literal of the accumulation dtype.
+  KExprPtr initLiteral() const {
+    return isIntDType(accumulate) ? KExpr::intLiteral(intInit, accumulate)
+                                  : KExpr::literal(init, accumulate);
+  }
 };
 
 //===----------------------------------------------------------------------===//

@@ -147,6 +147,10 @@ double highestValue(DType dtype);
 double lowestFiniteValue(DType dtype);
 /// Converts `e` to `dtype` unless it already has it.
 KExprPtr castTo(KExprPtr e, DType dtype);
+/// A literal operand or attribute as a kernel literal of `dtype`: an
+/// integer one exact, a float one for an integer dtype saturated to its
+/// range (clip's default -inf/inf).
+KExprPtr literalFrom(const Attr &value, DType dtype);
 
 using LegalizeFn = void (*)(KernelBuilder &);
 

@@ -157,8 +157,8 @@ static void legalizeClip(KernelBuilder &b) {
   std::vector<std::string> vars;
   KExprPtr x = operandsAtOutput(b, vars)[0];
   DType dtype = x->dtype;
-  KExprPtr low = KExpr::literal(roundToDType(b.attr("min")->asDouble(), dtype), dtype);
-  KExprPtr high = KExpr::literal(roundToDType(b.attr("max")->asDouble(), dtype), dtype);
+  KExprPtr low = literalFrom(*b.attr("min"), dtype);
+  KExprPtr high = literalFrom(*b.attr("max"), dtype);
   KExprPtr clipped = KExpr::call(
       "minimum", {KExpr::call("maximum", {x, low}, dtype), high}, dtype);
   b.addStage(b.outputName(0), vars, clipped);

@@ -46,7 +46,7 @@ double fusec::highestValue(DType dtype) {
   switch (dtype) {
   case DType::i8: return 127;
   case DType::i32: return 2147483647.0;
-  case DType::i64: return 9223372036854774784.0; // largest double below 2^63
+  case DType::i64: return 9223372036854775808.0; // INT64_MAX, rounded up to 2^63
   case DType::boolean: return 1;
   default: return INFINITY;
   }
@@ -55,9 +55,24 @@ double fusec::highestValue(DType dtype) {
 KExprPtr fusec::castTo(KExprPtr e, DType dtype) {
   if (e->dtype == dtype)
     return e;
+  if (e->kind == KExpr::Literal && isIntDType(e->dtype) && isIntDType(dtype))
+    return KExpr::intLiteral(wrapToIntDType(e->intValue, dtype), dtype);
   if (e->kind == KExpr::Literal)
     return KExpr::literal(roundToDType(e->floatValue, dtype), dtype);
   return KExpr::cast(std::move(e), dtype);
+}
+
+KExprPtr fusec::literalFrom(const Attr &value, DType dtype) {
+  if (isIntDType(dtype)) {
+    if (value.kind == Attr::Int)
+      return KExpr::intLiteral(wrapToIntDType(value.intValue, dtype), dtype);
+    double number = value.kind == Attr::Bool ? value.boolValue : value.asDouble();
+    int64_t saturated = std::clamp(saturatingInt64(number), saturatingInt64(lowestValue(dtype)),
+                                   saturatingInt64(highestValue(dtype)));
+    return KExpr::intLiteral(saturated, dtype);
+  }
+  double number = value.kind == Attr::Bool ? value.boolValue : value.asDouble();
+  return KExpr::literal(roundToDType(number, dtype), dtype);
 }
 
 /// Symbolic dims of the kernel under construction (legalizations run one at
@@ -154,9 +169,7 @@ KExprPtr KernelBuilder::broadcastOperand(size_t i,
   const Operand &operand = binding.operands[i];
   DType dtype = operandTypes[i].getDType();
   if (operand.isLiteral()) {
-    const Attr &literal = operand.literal;
-    double value = literal.kind == Attr::Bool ? literal.boolValue : literal.asDouble();
-    return KExpr::literal(roundToDType(value, dtype), dtype);
+    return literalFrom(operand.literal, dtype);
   }
   const Shape &operandShape = operandTypes[i].getShape();
   size_t offset = shape.size() - operandShape.size();
@@ -226,7 +239,7 @@ void KernelBuilder::addReduction(const std::string &buffer,
   stage.spatialVars = std::move(spatialVars);
   stage.combiner = combiner;
   stage.reduceVars = std::move(reduceVars);
-  stage.init = init;
+  stage.setInit(init);
   stage.accumulate = accumulate;
   stage.body = std::move(body);
   kernel->stages.push_back(std::move(stage));

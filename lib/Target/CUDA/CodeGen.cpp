@@ -312,8 +312,10 @@ std::string KernelEmitter::value(const KExpr &e) {
       return e.floatValue != 0 ? "true" : "false";
     if (isFloat(e.dtype))
       return floatLiteral(e.floatValue);
-    return e.dtype == DType::i64 ? "(" + std::to_string(int64_t(e.floatValue)) + "LL)"
-                                 : "(" + std::to_string(int64_t(e.floatValue)) + ")";
+    if (e.intValue == INT64_MIN) // -9223372036854775808LL is not a literal
+      return "(-9223372036854775807LL - 1)";
+    return e.dtype == DType::i64 ? "(" + std::to_string(e.intValue) + "LL)"
+                                 : "(" + std::to_string(e.intValue) + ")";
   case KExpr::Load: {
     auto lane = laneLoads.find(&e);
     if (lane != laneLoads.end())

@@ -177,6 +177,12 @@ std::string fusec::compareResults(const std::vector<TensorData> &expected,
       return "result " + std::to_string(r) + " changed its type";
     auto [atol, rtol] = tolerance(e.getDType());
     for (int64_t i = 0; i < e.getNumElements(); ++i) {
+      if (e.getDType() == DType::i64) { // exactly, beyond 2^53 too
+        if (e.getInt(i) != a.getInt(i))
+          return "result " + std::to_string(r) + " element " + std::to_string(i) + " was " +
+                 std::to_string(e.getInt(i)) + " and is now " + std::to_string(a.getInt(i));
+        continue;
+      }
       double x = e.get(i), y = a.get(i);
       if (std::isnan(x) && std::isnan(y))
         continue;

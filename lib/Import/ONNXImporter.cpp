@@ -332,6 +332,8 @@ bool Importer::run(const onnx::ModelProto &model) {
     auto converter = byType.find(node.op_type());
     if (converter == byType.end())
       return context.fail("unsupported ONNX operator '" + node.op_type() + "'");
+    if (!checkAgainstSchema(context, node, opset))
+      return false;
     // uint8 data and quantized tensors exist for the QDQ operators alone:
     // DequantizeLinear's data and zero point, QuantizeLinear's zero point.
     for (int i = 0; i < node.input_size(); ++i) {

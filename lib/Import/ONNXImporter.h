@@ -253,6 +253,10 @@ public:
 /// data relative to `modelDirectory`. Sets `error` on failure.
 std::shared_ptr<TensorData> readTensor(const onnx::TensorProto &tensor,
                                        llvm::StringRef modelDirectory, std::string &error);
+/// Checks `node` against the schema of its operator at `opset` (input and
+/// output counts, attribute names, types and required ones), as
+/// onnx.checker does (ONNXSchemaCheck.cpp); reports through `context`.
+bool checkAgainstSchema(NodeContext &context, const onnx::NodeProto &node, int64_t opset);
 /// The FIR dtype of an ONNX TensorProto::DataType, if fusec has one.
 std::optional<DType> mapDType(int64_t onnxType);
 std::string onnxTypeName(int64_t onnxType);

@@ -155,6 +155,10 @@ static bool convertBatchNorm(NodeContext &c) {
 /// ImageScaler (an experimental operator of opsets 1 to 9, in the first
 /// model zoo's Tiny YOLOv2): scale x + bias[c] over NCHW.
 static bool convertImageScaler(NodeContext &c) {
+  // An experimental operator (no schema in ONNX's tables) that ONNX 1.5
+  // removed, with opset 10; ONNX Runtime keeps it until then as well.
+  if (c.opset >= 10)
+    return c.fail("ImageScaler is an experimental operator that ONNX removed in opset 10");
   Value *x = c.input(0);
   if (!x)
     return false;

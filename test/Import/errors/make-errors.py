@@ -344,6 +344,39 @@ def main():
         [helper.make_node("Add", ["x", "y"], ["z"], name="add")],
         [vi("x", ["a-b", 4]), vi("y", ["a_b", 4])], [vi("z", None)], check=False))
 
+    # Nodes against ONNX's schema of their operator at the model's opset:
+    # an attribute of a later version, one a version removed, one that no
+    # version defines (ONNX Runtime: "Unrecognized attribute"), an operator
+    # before its first version, a required attribute or input missing, an
+    # output too many; ImageScaler after its removal.
+    save("maxpool_dilations_opset8", model(
+        [helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
+                          dilations=[1, 1])],
+        [vi("x", [1, 1, 4, 4])], [vi("y", None)], opset=8, check=False))
+    save("relu_consumed_inputs_opset13", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu", consumed_inputs=[0])],
+        [vi("x", [2])], [vi("y", None)], opset=13, check=False))
+    save("reducel2_noop_attr", model(
+        [helper.make_node("ReduceL2", ["x"], ["y"], name="norm", axes=[1], keepdims=0,
+                          noop_with_empty_axes=0)],
+        [vi("x", [2, 3])], [vi("y", None)], opset=13, check=False))
+    save("layernorm_opset13", model(
+        [helper.make_node("LayerNormalization", ["x", "s"], ["y"], name="ln")],
+        [vi("x", [2, 3])], [vi("y", None)], [const("s", np.ones([3], np.float32))],
+        opset=13, check=False))
+    save("cast_without_to", model(
+        [helper.make_node("Cast", ["x"], ["y"], name="cast")],
+        [vi("x", [2])], [vi("y", None)], check=False))
+    save("conv_empty_weight", model(
+        [helper.make_node("Conv", ["x", ""], ["y"], name="conv")],
+        [vi("x", [1, 1, 4, 4])], [vi("y", None)], check=False))
+    save("relu_two_outputs", model(
+        [helper.make_node("Relu", ["x"], ["y", "z"], name="relu")],
+        [vi("x", [2])], [vi("y", None)], check=False))
+    save("imagescaler_opset10", model(
+        [helper.make_node("ImageScaler", ["x"], ["y"], name="scale", scale=2.0)],
+        [vi("x", [1, 3, 2, 2])], [vi("y", None)], opset=10, check=False))
+
     # Files that are not ONNX models at all.
     write_raw("not_onnx_empty", b"")
     write_raw("not_onnx_text", b"this is not an ONNX model, just text\n")

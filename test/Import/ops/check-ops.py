@@ -276,10 +276,6 @@ inf = np.float32(np.inf)
 rows = np.array([[-inf, -inf, -inf], [inf, 1, 2], [1, 2, 3], [inf, inf, 0]], np.float32)
 check("reducelogsumexp_inf", "ReduceLogSumExp", rows, [], {"axes": [1], "keepdims": 0},
       np.array([-inf, inf, np.log(np.exp([1, 2, 3]).sum()), inf], np.float32))
-# noop_with_empty_axes given with axes (PyTorch's x.norm(dim=1) exports it).
-check("reducel2_noop_attr", "ReduceL2", x, [], {"axes": [1], "keepdims": 0,
-                                                "noop_with_empty_axes": 0},
-      np.sqrt((x.astype(np.float64) ** 2).sum(1)).astype(np.float32))
 # EyeLike: a constant from the input's shape (SimCLR's torch.eye mask).
 sq2 = rng.standard_normal((4, 6)).astype(np.float32)
 run_model("eyelike", [helper.make_node("EyeLike", ["x"], ["e"], k=1),

@@ -1,0 +1,162 @@
+//===- ONNXSchemaCheck.cpp - Nodes against ONNX's operator schemas --------===//
+//
+// Contract: before its converter reads it, a node of the default domain is
+// checked against the version of its operator in force at the model's
+// opset (the newest one at or below it), as onnx.checker does. The schemas
+// are ONNX 1.12's own (ONNXSchemas.def, written by
+// scripts/gen-onnx-schemas.py), so an attribute of a later opset (MaxPool's
+// `dilations` at opset 8) or one that an opset removed (`consumed_inputs`
+// at 13) is caught, where a converter reading the newest form would take it.
+//
+// Steps, each reported against the node:
+//   1. The operator exists at the opset (LayerNormalization only from 17).
+//      Operators ONNX 1.12 does not define (ImageScaler, experimental
+//      before opset 10) are left to their converters.
+//   2. Input and output counts are in the version's range; no required
+//      input is left empty.
+//   3. Every attribute is one the version defines, with its type (an
+//      attribute without a type, as IR version 1 and 2 wrote them, is
+//      typed by its converter).
+//   4. Every attribute the version requires is present.
+//
+//===----------------------------------------------------------------------===//
+#include "ONNXImporter.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <climits>
+
+using namespace fusec;
+using namespace fusec::onnximport;
+
+namespace {
+
+struct AttributeSchema {
+  const char *name;
+  onnx::AttributeProto::AttributeType type;
+  bool required;
+};
+
+struct OpSchema {
+  const char *op;
+  int64_t since;
+  int minInputs, maxInputs;
+  const char *inputOptions; // S(ingle), O(ptional), V(ariadic) per formal input
+  int minOutputs, maxOutputs;
+  bool deprecated;
+  std::vector<AttributeSchema> attributes;
+
+  std::string version() const { return std::string(op) + "-" + std::to_string(since); }
+  const AttributeSchema *findAttribute(llvm::StringRef name) const {
+    for (const AttributeSchema &attribute : attributes)
+      if (name == attribute.name)
+        return &attribute;
+    return nullptr;
+  }
+};
+
+/// Every version of every operator, oldest first per operator.
+const llvm::StringMap<std::vector<OpSchema>> &schemaTable() {
+  static const llvm::StringMap<std::vector<OpSchema>> table = [] {
+    std::vector<OpSchema> all;
+#define ONNX_SCHEMA(op, since, minInputs, maxInputs, options, minOutputs, maxOutputs,          \
+                    deprecated)                                                                \
+  all.push_back({#op, since, minInputs, maxInputs, options, minOutputs, maxOutputs,             \
+                 deprecated != 0, {}});
+#define ONNX_ATTRIBUTE(op, since, name, type, required)                                         \
+  all.back().attributes.push_back({#name, onnx::AttributeProto::type, required != 0});
+#include "ONNXSchemas.def"
+#undef ONNX_SCHEMA
+#undef ONNX_ATTRIBUTE
+    llvm::StringMap<std::vector<OpSchema>> byName;
+    for (OpSchema &schema : all)
+      byName[schema.op].push_back(std::move(schema));
+    return byName;
+  }();
+  return table;
+}
+
+std::string typeName(onnx::AttributeProto::AttributeType type) {
+  return onnx::AttributeProto::AttributeType_Name(type);
+}
+
+/// "2 inputs", "1 to 3 inputs", "at least 1 input".
+std::string countRange(int min, int max, const char *noun) {
+  std::string plural = std::string(noun) + "s";
+  if (max == INT_MAX)
+    return "at least " + std::to_string(min) + " " + (min == 1 ? noun : plural);
+  if (min == max)
+    return std::to_string(min) + " " + (min == 1 ? noun : plural);
+  return std::to_string(min) + " to " + std::to_string(max) + " " + plural;
+}
+
+/// Why `name` is not an attribute of `schema`: it belongs to a later or
+/// an earlier version, or to none.
+std::string undefinedAttribute(const std::vector<OpSchema> &versions, const OpSchema &schema,
+                               const std::string &name) {
+  std::string message = "attribute '" + name + "' is not defined by " + schema.version();
+  const OpSchema *later = nullptr, *lastWith = nullptr;
+  for (const OpSchema &version : versions)
+    if (version.findAttribute(name)) {
+      if (version.since > schema.since && !later)
+        later = &version;
+      if (version.since < schema.since)
+        lastWith = &version;
+    }
+  if (later)
+    return message + " (" + later->version() + " added it)";
+  if (lastWith) {
+    for (const OpSchema &version : versions)
+      if (version.since > lastWith->since)
+        return message + " (" + version.version() + " removed it)";
+  }
+  return message;
+}
+
+} // namespace
+
+bool onnximport::checkAgainstSchema(NodeContext &context, const onnx::NodeProto &node,
+                                    int64_t opset) {
+  auto found = schemaTable().find(node.op_type());
+  if (found == schemaTable().end())
+    return true;
+  const std::vector<OpSchema> &versions = found->second;
+  const OpSchema *schema = nullptr;
+  for (const OpSchema &version : versions)
+    if (version.since <= opset)
+      schema = &version;
+  if (!schema)
+    return context.fail("ONNX defines " + node.op_type() + " from opset " +
+                        std::to_string(versions.front().since) + " on");
+  if (node.input_size() < schema->minInputs || node.input_size() > schema->maxInputs)
+    return context.fail(schema->version() + " takes " +
+                        countRange(schema->minInputs, schema->maxInputs, "input") +
+                        ", not " + std::to_string(node.input_size()));
+  llvm::StringRef options = schema->inputOptions;
+  for (int i = 0; i < node.input_size(); ++i) {
+    char option = options.empty() ? 'O' : options[std::min<size_t>(i, options.size() - 1)];
+    if (node.input(i).empty() && option != 'O')
+      return context.fail("input " + std::to_string(i) + " of " + schema->version() +
+                          " is required, but its name is empty");
+  }
+  if (node.output_size() < schema->minOutputs || node.output_size() > schema->maxOutputs)
+    return context.fail(schema->version() + " has " +
+                        countRange(schema->minOutputs, schema->maxOutputs, "output") +
+                        ", not " + std::to_string(node.output_size()));
+  for (const onnx::AttributeProto &attribute : node.attribute()) {
+    const AttributeSchema *defined = schema->findAttribute(attribute.name());
+    if (!defined)
+      return context.fail(undefinedAttribute(versions, *schema, attribute.name()));
+    if (attribute.type() != onnx::AttributeProto::UNDEFINED && attribute.type() != defined->type)
+      return context.fail("attribute '" + attribute.name() + "' of " + schema->version() +
+                          " must be " + typeName(defined->type) + ", not " +
+                          typeName(attribute.type()));
+  }
+  for (const AttributeSchema &attribute : schema->attributes)
+    if (attribute.required &&
+        llvm::none_of(node.attribute(), [&](const onnx::AttributeProto &given) {
+          return given.name() == attribute.name;
+        }))
+      return context.fail(schema->version() + " requires attribute '" + attribute.name + "'");
+  return true;
+}

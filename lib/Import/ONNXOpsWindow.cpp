@@ -3,8 +3,8 @@
 // Conv (NCHW/OIHW, groups, pads, strides, dilations, auto_pad on static
 // sizes) -> nn.conv2d, its bias added as a [1,C,1,1] tensor;
 // MaxPool/AveragePool -> nn.max_pool2d/nn.avg_pool2d (fusec's average
-// excludes padding: count_include_pad = 1 with padding is rejected; ONNX's
-// ceil_mode rule is matched, below); GlobalAveragePool/GlobalMaxPool ->
+// excludes padding: with count_include_pad = 1 the padding is made
+// explicit zeros first; ONNX's ceil_mode rule is matched, below); GlobalAveragePool/GlobalMaxPool ->
 // mean/max over the spatial axes with keepdims. 1-D Conv and pools (NCL)
 // run as the 2-D ones over a unit height: expand_dims at 2, the attributes
 // lifted ([v] -> [neutral, v]), squeeze after; 3-D ones (NCDHW) as 2-D ones
@@ -229,6 +229,49 @@ bool onnximport::matchONNXCeilMode(NodeContext &c, const Type &x, Window &w, boo
   return true;
 }
 
+/// AveragePool with count_include_pad = 1: the padding is made explicit
+/// (zeros, which the average counts), and the pool runs on the padded input
+/// with no padding of its own. ONNX Runtime (and PyTorch) count a window
+/// clipped to the padded input, as fusec's pool counts the in-bounds taps;
+/// the ONNX output size (its ceil_mode rule, found on the original window)
+/// is reached with end padding the pool excludes. Returns the padded input,
+/// or null after an error.
+static Value *padForIncludedCount(NodeContext &c, Value *x, Window &window, bool &ceilMode,
+                                  const std::string &name) {
+  size_t spatial = window.kernel.size();
+  Window original = window;
+  bool originalCeil = ceilMode;
+  if (ceilMode && !matchONNXCeilMode(c, x->type, original, originalCeil))
+    return nullptr;
+  std::vector<int64_t> extra(spatial, 0);
+  for (size_t d = 0; d < spatial; ++d) {
+    const Dim &in = x->type.getShape()[2 + d];
+    if (in.isSymbolic()) {
+      c.fail("count_include_pad = 1 pads the symbolic dim '" + in.symbol +
+             "' explicitly, which fusec's types cannot (--dim " + in.symbol +
+             "=SIZE fixes its size)");
+      return nullptr;
+    }
+    int64_t begin = window.pads[d], end = window.pads[spatial + d];
+    int64_t extent = (window.kernel[d] - 1) * window.dilations[d] + 1;
+    int64_t padded = in.size + begin + end;
+    // The ONNX output size: the pool's rule on the window as matched.
+    int64_t span = in.size + original.pads[d] + original.pads[spatial + d] - extent;
+    int64_t outputs = (originalCeil ? (span + window.strides[d] - 1) / window.strides[d]
+                                    : span / window.strides[d]) + 1;
+    extra[d] = std::max<int64_t>(0, (outputs - 1) * window.strides[d] + extent - padded);
+    if (!(x = padWithConstant(c, x, int64_t(2 + d), begin, end, 0.0, name + "_pad" +
+                                                                      std::to_string(d))))
+      return nullptr;
+  }
+  for (size_t d = 0; d < spatial; ++d) {
+    window.pads[d] = 0;
+    window.pads[spatial + d] = extra[d];
+  }
+  ceilMode = false;
+  return x;
+}
+
 template <bool IsMax>
 static bool convertPool(NodeContext &c) {
   Value *x = c.input(0);
@@ -243,22 +286,23 @@ static bool convertPool(NodeContext &c) {
   if (!readWindow(c, x->type, window))
     return false;
   bool ceilMode = c.attrInt("ceil_mode", 0) != 0;
-  if (ceilMode && !matchONNXCeilMode(c, x->type, window, ceilMode))
-    return false;
   if (IsMax && c.attrInt("storage_order", 0) != 0)
     return c.fail("storage_order = 1 is not supported");
-  if (!IsMax && c.attrInt("count_include_pad", 0) != 0 &&
-      llvm::any_of(window.pads, [](int64_t p) { return p != 0; }))
-    return c.fail("count_include_pad = 1 with padding is not supported (fusec's average "
-                  "pool excludes the padding, as TVM's does by default)");
-  if (x->type.getRank() == 5)
-    return definePool3D(c, x, window, ceilMode, IsMax, name);
   bool oneD = x->type.getRank() == 3; // the 2-D pool over a unit height
   if (oneD) {
     if (!(x = withUnitHeight(c, 0, name + "_input")))
       return false;
     window = liftTo2D(window);
   }
+  if (!IsMax && c.attrInt("count_include_pad", 0) != 0 &&
+      llvm::any_of(window.pads, [](int64_t p) { return p != 0; })) {
+    if (!(x = padForIncludedCount(c, x, window, ceilMode, name)))
+      return false;
+  } else if (ceilMode && !matchONNXCeilMode(c, x->type, window, ceilMode)) {
+    return false;
+  }
+  if (x->type.getRank() == 5)
+    return definePool3D(c, x, window, ceilMode, IsMax, name);
   Value *pooled = c.emit(IsMax ? "nn.max_pool2d" : "nn.avg_pool2d", {Operand::of(x)},
                          poolAttrs(window, ceilMode), oneD ? name + "_2d" : name);
   c.define(0, oneD ? dropUnitHeight(c, pooled, name) : pooled);

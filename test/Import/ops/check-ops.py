@@ -5,6 +5,7 @@ constant (initializers): each small model is built with onnx.helper,
 imported and run by fusec-run, and compared with NumPy (np.pad, np.tile,
 np.arange); pools with ceil_mode and Resize with fractional scales,
 against NumPy references of ONNX's rules; Trilu (np.triu, np.tril). Prints `NAME: ok` or `NAME: FAIL ...`; exits 1 on a failure."""
+import itertools
 import os
 import subprocess
 import sys
@@ -146,6 +147,55 @@ for op, is_max in (("MaxPool", True), ("AveragePool", False)):
         check("%s_ceil_%s" % (op.lower(), label), op, img, [],
               {"kernel_shape": kernel, "strides": strides, "pads": pads, "ceil_mode": 1},
               onnx_pool(img, kernel, strides, pads, is_max))
+
+
+def avg_pool_include_pad(x, kernel, strides, pads, ceil):
+    """AveragePool with count_include_pad = 1 (ONNX Runtime's and PyTorch's
+    rule, checked against torch's avg_pool2d): a window is clipped to the
+    padded input, the padding counts as zeros, and with ceil_mode a last
+    window that would start in the end padding is dropped."""
+    s = len(kernel)
+    shape = x.shape[2:]
+    outs = []
+    for d in range(s):
+        span = shape[d] + pads[d] + pads[s + d] - kernel[d]
+        o = (-(-span // strides[d]) if ceil else span // strides[d]) + 1
+        if ceil and (o - 1) * strides[d] >= shape[d] + pads[d]:
+            o -= 1
+        outs.append(o)
+    y = np.zeros(x.shape[:2] + tuple(outs), np.float32)
+    for idx in itertools.product(*[range(o) for o in outs]):
+        sl, count = [], 1
+        for d, i in enumerate(idx):
+            start = i * strides[d] - pads[d]
+            end = min(start + kernel[d], shape[d] + pads[s + d])
+            count *= end - start
+            sl.append(slice(max(start, 0), min(end, shape[d])))
+        y[(slice(None), slice(None)) + idx] = x[(slice(None), slice(None)) + tuple(sl)].sum(
+            axis=tuple(range(2, 2 + s)), dtype=np.float64) / count
+    return y
+
+
+# count_include_pad = 1 (PyTorch's AvgPool default, so torchvision's
+# Inception exports it): the padding is made explicit zeros.
+img = rng.standard_normal((1, 2, 5, 7)).astype(np.float32)
+for label, kernel, strides, pads, ceil in (
+        ("same", [3, 3], [1, 1], [1, 1, 1, 1], 0),
+        ("asymmetric", [3, 2], [2, 3], [1, 0, 2, 1], 0),
+        ("ceil", [2, 2], [2, 2], [1, 1, 1, 1], 1),
+        ("ceil_clip", [3, 2], [2, 3], [1, 1, 1, 1], 1)):
+    check("averagepool_include_pad_" + label, "AveragePool", img, [],
+          {"kernel_shape": kernel, "strides": strides, "pads": pads, "ceil_mode": ceil,
+           "count_include_pad": 1}, avg_pool_include_pad(img, kernel, strides, pads, ceil))
+row = rng.standard_normal((2, 3, 6)).astype(np.float32)
+check("averagepool_include_pad_1d", "AveragePool", row, [],
+      {"kernel_shape": [3], "strides": [2], "pads": [1, 2], "count_include_pad": 1},
+      avg_pool_include_pad(row, [3], [2], [1, 2], 0))
+cube = rng.standard_normal((1, 2, 4, 5, 3)).astype(np.float32)
+check("averagepool_include_pad_3d", "AveragePool", cube, [],
+      {"kernel_shape": [2, 3, 2], "strides": [2, 2, 1], "pads": [1, 1, 0, 0, 1, 1],
+       "ceil_mode": 1, "count_include_pad": 1},
+      avg_pool_include_pad(cube, [2, 3, 2], [2, 2, 1], [1, 1, 0, 0, 1, 1], 1))
 
 
 def resize_nearest_asymmetric(x, scales):

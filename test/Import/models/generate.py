@@ -23,13 +23,18 @@ Models:
   mlp_dynamic_batch   Conv2d(3,8,3,p=1) -> ReLU -> reshape(x.shape[0], -1) ->
                       Linear(512,10); input f32[batch,3,8,8] with dynamic dim
                       "batch"; the reference input/output use batch=3. Opset 17.
+  inception_mini      a 3x3 conv stem, GoogLeNet's ceil_mode max pool,
+                      torchvision's InceptionA (whose 3x3 average pool counts
+                      its padding: PyTorch exports a Pad and an AveragePool)
+                      and a GoogLeNet Inception block, global pool,
+                      Linear(40,10); input f32[1,3,17,17], opset 13
 
 Every model is in eval mode and seeded with torch.manual_seed, so rerunning
 regenerates identical files (given the same torch/onnx versions).  Needs torch
 1.13, torchvision 0.14, onnx 1.12 and numpy; on this machine that is Debian's
 python, so rerun with:
 
-  /usr/bin/python3 test/Import/models/generate.py
+  /usr/bin/python3 test/Import/models/generate.py [NAME ...]
 """
 
 import collections
@@ -160,6 +165,29 @@ def make_dyn_batch():
     return DynBatch()
 
 
+class MiniInception(nn.Module):
+    def __init__(self):
+        super().__init__()
+        from torchvision.models.googlenet import Inception
+        from torchvision.models.inception import BasicConv2d, InceptionA
+        self.stem = BasicConv2d(3, 16, kernel_size=3, padding=1)
+        self.pool = nn.MaxPool2d(3, stride=2, ceil_mode=True)
+        self.mixed = InceptionA(16, pool_features=8)  # 64 + 64 + 96 + 8 channels
+        self.block = Inception(232, 8, 8, 16, 4, 8, 8)  # 8 + 16 + 8 + 8 channels
+        self.fc = nn.Linear(40, 10)
+
+    def forward(self, x):
+        x = self.block(self.mixed(self.pool(self.stem(x))))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+def make_inception():
+    torch.manual_seed(5)
+    m = MiniInception()
+    randomize_bn(m, 105)
+    return m
+
+
 # name, factory, input seed, input shape for the reference, opset,
 # extra export kwargs, input shape used for tracing (None: the reference shape)
 MODELS = [
@@ -171,6 +199,7 @@ MODELS = [
     ("mlp_ln_gelu", make_mlp_ln_gelu, 13, (4, 32), 17, {}, None),
     ("mlp_dynamic_batch", make_dyn_batch, 14, (3, 3, 8, 8), 17,
      {"dynamic_axes": {"input": {0: "batch"}, "output": {0: "batch"}}}, (2, 3, 8, 8)),
+    ("inception_mini", make_inception, 15, (1, 3, 17, 17), 13, {}, None),
 ]
 
 
@@ -244,6 +273,20 @@ def run_onnx(model, feeds):
                              stride=a.get("strides", [1] * k),
                              padding=_conv_pads(a.get("pads", [0] * 2 * k), k),
                              ceil_mode=bool(a.get("ceil_mode", 0))).numpy()
+        elif op == "Pad":
+            if a.get("mode", b"constant") not in (b"constant", "constant"):
+                raise NotImplementedError("Pad mode")
+            r = x[0].ndim
+            value = x[2] if len(x) > 2 and x[2] is not None else 0
+            y = np.pad(x[0], [(int(x[1][d]), int(x[1][r + d])) for d in range(r)],
+                       constant_values=value)
+        elif op == "AveragePool":
+            k = len(a["kernel_shape"])
+            y = F.avg_pool2d(torch.from_numpy(np.array(x[0])), a["kernel_shape"],
+                             stride=a.get("strides", [1] * k),
+                             padding=_conv_pads(a.get("pads", [0] * 2 * k), k),
+                             ceil_mode=bool(a.get("ceil_mode", 0)),
+                             count_include_pad=bool(a.get("count_include_pad", 0))).numpy()
         elif op == "GlobalAveragePool":
             y = x[0].mean(axis=tuple(range(2, x[0].ndim)), keepdims=True)
         elif op == "Flatten":
@@ -382,10 +425,12 @@ def generate(name, factory, in_seed, in_shape, opset, kwargs, export_shape):
 
 
 def main():
+    """Generates every model, or those named on the command line."""
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
     for spec in MODELS:
-        generate(*spec)
+        if len(sys.argv) < 2 or spec[0] in sys.argv[1:]:
+            generate(*spec)
 
 
 if __name__ == "__main__":

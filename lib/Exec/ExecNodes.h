@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 namespace fusec {
 namespace exec {
@@ -342,11 +343,29 @@ inline double applyUnary(Op op, double x) {
   }
 }
 
+/// A comparison or logical operation (a bool: 0/1) on int64 or double
+/// operands; nullopt for any other operation.
+template <class T> std::optional<double> applyPredicate(Op op, T x, T y) {
+  switch (op) {
+  case Op::Equal: return x == y;
+  case Op::NotEqual: return x != y;
+  case Op::Less: return x < y;
+  case Op::LessEqual: return x <= y;
+  case Op::Greater: return x > y;
+  case Op::GreaterEqual: return x >= y;
+  case Op::LogicalAnd: return x != 0 && y != 0;
+  case Op::LogicalOr: return x != 0 || y != 0;
+  default: return std::nullopt;
+  }
+}
+
 /// An operation on integer operands of `dtype` (y is unused by unary
 /// ones), exact in 64-bit two's complement arithmetic, as a value of
 /// `resultDType` (wrapped to its width). Division truncates, as C and
 /// TVM's TIR; operations without an integer form go through doubles.
 inline double applyInteger(Op op, int64_t x, int64_t y, DType resultDType) {
+  if (std::optional<double> predicate = applyPredicate(op, x, y))
+    return *predicate;
   uint64_t a = uint64_t(x), b = uint64_t(y);
   int64_t result;
   switch (op) {
@@ -368,14 +387,6 @@ inline double applyInteger(Op op, int64_t x, int64_t y, DType resultDType) {
   case Op::Ceil:
   case Op::Round: result = x; break;
   case Op::LogicalNot: return x == 0;
-  case Op::Equal: return x == y;
-  case Op::NotEqual: return x != y;
-  case Op::Less: return x < y;
-  case Op::LessEqual: return x <= y;
-  case Op::Greater: return x > y;
-  case Op::GreaterEqual: return x >= y;
-  case Op::LogicalAnd: return x != 0 && y != 0;
-  case Op::LogicalOr: return x != 0 || y != 0;
   case Op::Power:
     return roundTo(std::pow(double(x), double(y)), resultDType);
   default:
@@ -386,6 +397,8 @@ inline double applyInteger(Op op, int64_t x, int64_t y, DType resultDType) {
 
 /// A binary operation on float (or bool) operands.
 inline double applyBinary(Op op, double x, double y) {
+  if (std::optional<double> predicate = applyPredicate(op, x, y))
+    return *predicate;
   switch (op) {
   case Op::Add: return x + y;
   case Op::Subtract: return x - y;
@@ -394,14 +407,6 @@ inline double applyBinary(Op op, double x, double y) {
   case Op::Power: return std::pow(x, y);
   case Op::Maximum: return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
   case Op::Minimum: return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
-  case Op::Equal: return x == y;
-  case Op::NotEqual: return x != y;
-  case Op::Less: return x < y;
-  case Op::LessEqual: return x <= y;
-  case Op::Greater: return x > y;
-  case Op::GreaterEqual: return x >= y;
-  case Op::LogicalAnd: return x != 0 && y != 0;
-  case Op::LogicalOr: return x != 0 || y != 0;
   default: return 0;
   }
 }

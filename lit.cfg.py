@@ -29,6 +29,11 @@ for name in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "HOME"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
 
+# The sanitizer run (ctest's lit-asan sets ASAN_OPTIONS): ASan reserves
+# terabytes of address space, so tests under `ulimit -v` say UNSUPPORTED: asan.
+if "ASAN_OPTIONS" in os.environ:
+    config.available_features.add("asan")
+
 config.substitutions.append(("%fusec_bin_dir", bin_dir))
 config.substitutions.append(("%repo", config.test_source_root))
 config.substitutions.append(("%python", "/usr/bin/python3"

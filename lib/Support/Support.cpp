@@ -7,6 +7,7 @@
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/WithColor.h"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -16,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <unistd.h>
 
 using namespace fusec;
 
@@ -340,4 +342,21 @@ std::string fusec::findEmptyFlagValue(llvm::ArrayRef<RequiredValue> flags) {
       return (option->ArgStr.size() == 1 ? "-" : "--") + option->ArgStr.str() +
              " needs a value: " + what;
   return "";
+}
+
+static const char *outOfMemoryTool = "fusec";
+
+/// Runs with the heap exhausted: writes without allocating and exits.
+static void onOutOfMemory(void *, const char *, bool) {
+  for (const char *part : {outOfMemoryTool, ": error: out of memory\n"}) {
+    ssize_t written = ::write(STDERR_FILENO, part, std::strlen(part));
+    (void)written;
+  }
+  _exit(1);
+}
+
+void fusec::exitOnOutOfMemory(const char *toolName) {
+  outOfMemoryTool = toolName;
+  llvm::remove_bad_alloc_error_handler();
+  llvm::install_bad_alloc_error_handler(onOutOfMemory);
 }

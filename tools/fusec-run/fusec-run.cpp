@@ -6,9 +6,12 @@
 //===----------------------------------------------------------------------===//
 #include "fusec/Exec/Exec.h"
 
+#include "fusec/Support/Support.h"
+
 #include "llvm/Support/InitLLVM.h"
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  fusec::exitOnOutOfMemory("fusec-run");
   return fusec::runMain(argc, argv);
 }

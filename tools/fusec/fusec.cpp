@@ -8,10 +8,13 @@
 #include "fusec/Driver/Driver.h"
 #include "fusec/Pass/Pass.h"
 
+#include "fusec/Support/Support.h"
+
 #include "llvm/Support/InitLLVM.h"
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  fusec::exitOnOutOfMemory("fusec");
   fusec::registerAllPasses();
   return fusec::driverMain(argc, argv);
 }

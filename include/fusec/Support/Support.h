@@ -129,6 +129,12 @@ std::string formatFloat(double value, bool forceFloatSyntax);
 using RequiredValue = std::pair<llvm::cl::opt<std::string> *, const char *>;
 std::string findEmptyFlagValue(llvm::ArrayRef<RequiredValue> flags);
 
+/// Makes running out of memory (a failed allocation anywhere, LLVM's or
+/// the standard library's) print `<tool>: error: out of memory` and exit
+/// with 1, instead of LLVM's default abort with a crash report. Call after
+/// llvm::InitLLVM, which installs the handler this one replaces.
+void exitOnOutOfMemory(const char *toolName);
+
 } // namespace fusec
 
 #endif // FUSEC_SUPPORT_SUPPORT_H

@@ -68,6 +68,18 @@ inline double intValueOf(int64_t value, DType dtype) {
     return double(wrapToIntDType(value, dtype));
   if (dtype == DType::f32)
     return double(static_cast<float>(value)); // one rounding, as CUDA's
+  if (dtype == DType::bf16 && (value > (int64_t(1) << 53) || value < -(int64_t(1) << 53))) {
+    // Rounded to bf16's 8 significant bits here: through a double it would
+    // be rounded twice (f16 overflows long before 2^53).
+    uint64_t magnitude = value < 0 ? 0 - uint64_t(value) : uint64_t(value);
+    int shift = 64 - __builtin_clzll(magnitude) - 8;
+    uint64_t kept = magnitude >> shift, rest = magnitude & ((uint64_t(1) << shift) - 1);
+    uint64_t half = uint64_t(1) << (shift - 1);
+    if (rest > half || (rest == half && (kept & 1)))
+      ++kept;
+    double rounded = std::ldexp(double(kept), shift);
+    return value < 0 ? -rounded : rounded;
+  }
   return roundToDType(double(value), dtype);
 }
 /// `x`, a value of `dtype`, as a number (i64 rounded to the nearest double).
@@ -387,8 +399,17 @@ inline double applyInteger(Op op, int64_t x, int64_t y, DType resultDType) {
   case Op::Ceil:
   case Op::Round: result = x; break;
   case Op::LogicalNot: return x == 0;
-  case Op::Power:
-    return roundTo(std::pow(double(x), double(y)), resultDType);
+  case Op::Power: // exact and wrapping, by squaring; as the generated code
+    if (y < 0) {
+      result = x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0; // truncated 1 / x^-y
+    } else {
+      uint64_t product = 1;
+      for (int64_t e = y; e > 0; e >>= 1, a *= a)
+        if (e & 1)
+          product *= a;
+      result = int64_t(product);
+    }
+    break;
   default:
     return roundTo(applyUnary(op, double(x)), resultDType);
   }

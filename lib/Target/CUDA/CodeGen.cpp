@@ -266,6 +266,8 @@ std::string KernelEmitter::offset(const std::string &buffer,
 std::string KernelEmitter::index(const KExpr &e) {
   switch (e.kind) {
   case KExpr::IntConst: // operands of 64-bit variables: plain ints promote
+    if (e.intValue == INT64_MIN) // -9223372036854775808LL is unsigned to nvcc
+      return "(-9223372036854775807LL - 1)";
     return std::to_string(e.intValue) +
            (e.intValue > INT32_MAX || e.intValue < INT32_MIN ? "LL" : "");
   case KExpr::Var:
@@ -298,7 +300,11 @@ std::string KernelEmitter::index(const KExpr &e) {
         {KExpr::Lt, " < "},  {KExpr::Le, " <= "}, {KExpr::Gt, " > "},
         {KExpr::Ge, " >= "}, {KExpr::Eq, " == "}, {KExpr::Ne, " != "},
         {KExpr::And, " && "}, {KExpr::Or, " || "}};
-    return "(" + any(*e.args[0]) + infix.at(e.kind) + any(*e.args[1]) + ")";
+    // Index arithmetic is int64 arithmetic: a value read from an i8/i32
+    // buffer (a gather index) is widened first, or `%a[i] * 65536` would
+    // overflow an int.
+    auto operand = [&](const KExpr &arg) { return e.isIndexArith() ? index(arg) : any(arg); };
+    return "(" + operand(*e.args[0]) + infix.at(e.kind) + operand(*e.args[1]) + ")";
   }
   }
 }
@@ -334,8 +340,16 @@ std::string KernelEmitter::value(const KExpr &e) {
     DType from = isIndexNode(source) ? DType::i64 : source.dtype;
     if (e.dtype == DType::boolean)
       return "(" + x + " != 0)";
-    if (isFloat(e.dtype))
-      return rounded(isFloat(from) ? x : "(float)(double)(" + x + ")", e.dtype);
+    if (isFloat(e.dtype) && isFloat(from))
+      return rounded(x, e.dtype);
+    if (isFloat(e.dtype)) { // from an integer: rounded once, as the interpreter does
+      std::string wide = "(fc_i64)(" + x + ")";
+      if (e.dtype == DType::f16)
+        return "__half2float(__ll2half_rn(" + wide + "))";
+      if (e.dtype == DType::bf16)
+        return "__bfloat162float(__ll2bfloat16_rn(" + wide + "))";
+      return "(float)" + wide;
+    }
     std::string wide = isFloat(from) ? "fc_f2i((double)(" + x + "))" : "(fc_i64)(" + x + ")";
     switch (e.dtype) {
     case DType::i8: return "fc_r_i8(" + wide + ")";

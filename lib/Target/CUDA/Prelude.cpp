@@ -94,8 +94,23 @@ __device__ __forceinline__ float fc_min(float a, float b) { return fc_minimum(a,
 template <class T> __device__ __forceinline__ T fc_add(T a, T b) { return (T)((fc_u64)a + (fc_u64)b); }
 template <class T> __device__ __forceinline__ T fc_subtract(T a, T b) { return (T)((fc_u64)a - (fc_u64)b); }
 template <class T> __device__ __forceinline__ T fc_multiply(T a, T b) { return (T)((fc_u64)a * (fc_u64)b); }
-template <class T> __device__ __forceinline__ T fc_divide(T a, T b) { return b == 0 ? (T)0 : (T)(a / b); }
-template <class T> __device__ __forceinline__ T fc_power(T a, T b) { return (T)fc_f2i(pow((double)a, (double)b)); }
+// Integer division truncates; MIN / -1 wraps to MIN (C leaves it undefined).
+template <class T> __device__ __forceinline__ T fc_divide(T a, T b) {
+  return b == 0 ? (T)0 : b == -1 ? (T)(0ULL - (fc_u64)a) : (T)(a / b);
+}
+// Integer power, exact and wrapping (squaring); a negative exponent gives
+// the truncated 1 / a^-b.
+template <class T> __device__ __forceinline__ T fc_power(T a, T b) {
+  if (b < 0)
+    return a == 1 ? (T)1 : a == -1 ? (T)((b & 1) ? -1 : 1) : (T)0;
+  fc_u64 result = 1, base = (fc_u64)(fc_i64)a;
+  for (fc_i64 e = b; e > 0; e >>= 1) {
+    if (e & 1)
+      result *= base;
+    base *= base;
+  }
+  return (T)result;
+}
 template <class T> __device__ __forceinline__ T fc_maximum(T a, T b) { return a > b ? a : b; }
 template <class T> __device__ __forceinline__ T fc_minimum(T a, T b) { return a < b ? a : b; }
 template <class T> __device__ __forceinline__ T fc_max(T a, T b) { return a > b ? a : b; }

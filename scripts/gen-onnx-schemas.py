@@ -3,8 +3,8 @@
 
 Every version of every operator of the default domain (ai.onnx) that the
 installed onnx package defines (onnx 1.12: opsets 1 to 17, fusec's range):
-its input and output counts, which inputs are optional, and its attributes
-with their types and whether they are required. The importer checks each
+its input and output counts, which inputs and outputs are optional, and its
+attributes with their types and whether they are required. The importer checks each
 node against the version in force at the model's opset, as onnx.checker
 does. Run with the Python that has onnx (Debian's /usr/bin/python3):
 
@@ -32,17 +32,18 @@ def main():
               "// (domain ai.onnx, opsets 1 to %d). Do not edit.\n"
               "//\n"
               "// ONNX_SCHEMA(op, since_version, min_inputs, max_inputs, input_options,\n"
-              "//             min_outputs, max_outputs, deprecated)\n"
-              "//   input_options: one letter per formal input, S(ingle), O(ptional) or\n"
-              "//   V(ariadic, the last one).\n"
+              "//             min_outputs, max_outputs, output_options, deprecated)\n"
+              "//   *_options: one letter per formal input or output, S(ingle),\n"
+              "//   O(ptional) or V(ariadic, the last one).\n"
               "// ONNX_ATTRIBUTE(op, since_version, name, type, required)\n"
               "//   type: an onnx::AttributeProto::AttributeType enumerator.\n"
               % (onnx.__version__, defs.onnx_opset_version()))
     for s in schemas:
-        options = "".join(OPTION[i.option] for i in s.inputs)
-        out.write('ONNX_SCHEMA(%s, %d, %d, %d, "%s", %d, %d, %d)\n' % (
-            s.name, s.since_version, s.min_input, s.max_input, options,
-            s.min_output, s.max_output, int(s.deprecated)))
+        inputs = "".join(OPTION[i.option] for i in s.inputs)
+        outputs = "".join(OPTION[o.option] for o in s.outputs)
+        out.write('ONNX_SCHEMA(%s, %d, %d, %d, "%s", %d, %d, "%s", %d)\n' % (
+            s.name, s.since_version, s.min_input, s.max_input, inputs,
+            s.min_output, s.max_output, outputs, int(s.deprecated)))
         for name in sorted(s.attributes):
             a = s.attributes[name]
             out.write("ONNX_ATTRIBUTE(%s, %d, %s, %s, %d)\n" % (

@@ -254,6 +254,9 @@ bool Importer::run(const onnx::ModelProto &model) {
   for (const onnx::OperatorSetIdProto &entry : model.opset_import())
     if (entry.domain().empty() || entry.domain() == "ai.onnx")
       opset = entry.version();
+  // IR versions 1 and 2 predate opset_import: their operators are opset 1's.
+  if (opset < 0 && model.opset_import_size() == 0 && model.ir_version() < 3)
+    opset = 1;
   // Older opsets are read too: an operator whose older form has other
   // attributes is rejected by the attribute check; the converters know the
   // older forms that differ otherwise (axes and split as attributes before
@@ -332,6 +335,10 @@ bool Importer::run(const onnx::ModelProto &model) {
     auto converter = byType.find(node.op_type());
     if (converter == byType.end())
       return context.fail("unsupported ONNX operator '" + node.op_type() + "'");
+    std::set<std::string> attributeNames;
+    for (const onnx::AttributeProto &attr : node.attribute())
+      if (!attributeNames.insert(attr.name()).second)
+        return context.fail("attribute '" + attr.name() + "' is given twice");
     if (!checkAgainstSchema(context, node, opset))
       return false;
     // uint8 data and quantized tensors exist for the QDQ operators alone:
@@ -361,16 +368,13 @@ bool Importer::run(const onnx::ModelProto &model) {
       context.attrInts("consumed_inputs");
     if (opset < 7 && (node.op_type() == "BatchNormalization" || node.op_type() == "Dropout"))
       context.attrInt("is_test", 0);
-    std::set<std::string> attributeNames;
-    for (const onnx::AttributeProto &attr : node.attribute())
-      if (!attributeNames.insert(attr.name()).second)
-        return context.fail("attribute '" + attr.name() + "' is given twice");
     size_t firstNew = block->bindings.size();
     if (!converter->second(context) || !error.empty())
       return context.fail("cannot be converted");
     foldNodeOnConstants(*this, context, firstNew);
     for (const onnx::AttributeProto &attr : node.attribute())
-      if (!context.usedAttrs().count(attr.name()))
+      if (!context.usedAttrs().count(attr.name()) &&
+          !llvm::StringRef(attr.name()).startswith("__")) // ONNX's internal names
         return context.fail("attribute '" + attr.name() + "' is not supported");
     // Like attributes, an input the conversion never looked at (a third
     // input of Add) is not silently dropped.

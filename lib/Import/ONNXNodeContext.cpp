@@ -158,6 +158,11 @@ NodeContext::typedAttr(llvm::StringRef name, onnx::AttributeProto::AttributeType
          AP::AttributeType_Name(kind));
     return nullptr;
   }
+  // Untyped (IR versions 1 and 2) and empty: nothing says it is a 0.
+  if (attr->type() == AP::UNDEFINED && llvm::none_of(fields, [](bool set) { return set; })) {
+    fail("attribute '" + name + "' has neither a type nor a value");
+    return nullptr;
+  }
   return attr;
 }
 

@@ -12,11 +12,13 @@
 //   1. The operator exists at the opset (LayerNormalization only from 17).
 //      Operators ONNX 1.12 does not define (ImageScaler, experimental
 //      before opset 10) are left to their converters.
-//   2. Input and output counts are in the version's range; no required
-//      input is left empty.
+//   2. Input and output counts are in the version's range; no input or
+//      output that is neither optional nor variadic is left empty ("").
 //   3. Every attribute is one the version defines, with its type (an
 //      attribute without a type, as IR version 1 and 2 wrote them, is
-//      typed by its converter).
+//      typed by its converter). Names starting with `__` are ONNX's
+//      reserved internal ones, allowed on any operator (as onnx.checker
+//      does; the converters ignore them).
 //   4. Every attribute the version requires is present.
 //
 //===----------------------------------------------------------------------===//
@@ -43,6 +45,7 @@ struct OpSchema {
   int minInputs, maxInputs;
   const char *inputOptions; // S(ingle), O(ptional), V(ariadic) per formal input
   int minOutputs, maxOutputs;
+  const char *outputOptions;
   bool deprecated;
   std::vector<AttributeSchema> attributes;
 
@@ -59,10 +62,10 @@ struct OpSchema {
 const llvm::StringMap<std::vector<OpSchema>> &schemaTable() {
   static const llvm::StringMap<std::vector<OpSchema>> table = [] {
     std::vector<OpSchema> all;
-#define ONNX_SCHEMA(op, since, minInputs, maxInputs, options, minOutputs, maxOutputs,          \
-                    deprecated)                                                                \
-  all.push_back({#op, since, minInputs, maxInputs, options, minOutputs, maxOutputs,             \
-                 deprecated != 0, {}});
+#define ONNX_SCHEMA(op, since, minInputs, maxInputs, inputOptions, minOutputs, maxOutputs,     \
+                    outputOptions, deprecated)                                                 \
+  all.push_back({#op, since, minInputs, maxInputs, inputOptions, minOutputs, maxOutputs,        \
+                 outputOptions, deprecated != 0, {}});
 #define ONNX_ATTRIBUTE(op, since, name, type, required)                                         \
   all.back().attributes.push_back({#name, onnx::AttributeProto::type, required != 0});
 #include "ONNXSchemas.def"
@@ -88,6 +91,17 @@ std::string countRange(int min, int max, const char *noun) {
   if (min == max)
     return std::to_string(min) + " " + (min == 1 ? noun : plural);
   return std::to_string(min) + " to " + std::to_string(max) + " " + plural;
+}
+
+/// The `index`th empty name of `names` whose formal parameter (by
+/// `options`, the last one repeating when variadic) is required, or -1.
+template <class Names> int emptyRequired(const Names &names, llvm::StringRef options) {
+  for (int i = 0; i < names.size(); ++i) {
+    char option = options.empty() ? 'O' : options[std::min<size_t>(i, options.size() - 1)];
+    if (names.Get(i).empty() && option == 'S')
+      return i;
+  }
+  return -1;
 }
 
 /// Why `name` is not an attribute of `schema`: it belongs to a later or
@@ -132,18 +146,19 @@ bool onnximport::checkAgainstSchema(NodeContext &context, const onnx::NodeProto 
     return context.fail(schema->version() + " takes " +
                         countRange(schema->minInputs, schema->maxInputs, "input") +
                         ", not " + std::to_string(node.input_size()));
-  llvm::StringRef options = schema->inputOptions;
-  for (int i = 0; i < node.input_size(); ++i) {
-    char option = options.empty() ? 'O' : options[std::min<size_t>(i, options.size() - 1)];
-    if (node.input(i).empty() && option != 'O')
-      return context.fail("input " + std::to_string(i) + " of " + schema->version() +
-                          " is required, but its name is empty");
-  }
+  if (int i = emptyRequired(node.input(), schema->inputOptions); i >= 0)
+    return context.fail("input " + std::to_string(i) + " of " + schema->version() +
+                        " is required, but its name is empty");
   if (node.output_size() < schema->minOutputs || node.output_size() > schema->maxOutputs)
     return context.fail(schema->version() + " has " +
                         countRange(schema->minOutputs, schema->maxOutputs, "output") +
                         ", not " + std::to_string(node.output_size()));
+  if (int i = emptyRequired(node.output(), schema->outputOptions); i >= 0)
+    return context.fail("output " + std::to_string(i) + " of " + schema->version() +
+                        " is required, but its name is empty");
   for (const onnx::AttributeProto &attribute : node.attribute()) {
+    if (llvm::StringRef(attribute.name()).startswith("__"))
+      continue;
     const AttributeSchema *defined = schema->findAttribute(attribute.name());
     if (!defined)
       return context.fail(undefinedAttribute(versions, *schema, attribute.name()));

@@ -377,6 +377,32 @@ def main():
         [helper.make_node("ImageScaler", ["x"], ["y"], name="scale", scale=2.0)],
         [vi("x", [1, 3, 2, 2])], [vi("y", None)], opset=10, check=False))
 
+    # An attribute with neither a type nor a value (IR versions 1 and 2 left
+    # the type out; nothing says this one is 0), a required output left
+    # empty, an attribute given twice with two types; and two valid forms:
+    # an `__` attribute (ONNX's internal names) and an IR version 2 model
+    # without opset_import (opset 1).
+    untyped = helper.make_node("Softmax", ["x"], ["y"], name="softmax", axis=1)
+    untyped.attribute[0].type = onnx.AttributeProto.UNDEFINED
+    untyped.attribute[0].ClearField("i")
+    save("untyped_empty_attr", model([untyped], [vi("x", [2, 4])], [vi("y", None)],
+                                     check=False))
+    save("topk_empty_indices", model(
+        [helper.make_node("TopK", ["x", "k"], ["v", ""], name="topk", axis=1)],
+        [vi("x", [2, 4])], [vi("v", None)], [const("k", np.int64([2]))], check=False))
+    twice = helper.make_node("Concat", ["x", "x"], ["y"], name="concat", axis=0)
+    twice.attribute.append(helper.make_attribute("axis", 1.0))
+    save("attr_twice_two_types", model([twice], [vi("x", [2, 4])], [vi("y", None)],
+                                       check=False))
+    internal = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    internal.attribute.append(helper.make_attribute("__internal", 1))
+    save("internal_attr", model([internal], [vi("x", [2])], [vi("y", [2])]))
+    ir2 = model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", [2])],
+                [vi("y", [2])], check=False)
+    ir2.ir_version = 2
+    del ir2.opset_import[:]
+    save("ir2_no_opset", ir2)
+
     # Files that are not ONNX models at all.
     write_raw("not_onnx_empty", b"")
     write_raw("not_onnx_text", b"this is not an ONNX model, just text\n")

@@ -176,6 +176,11 @@ static bool convertRecurrent(NodeContext &c) {
   if (activations.empty())
     for (int64_t d = 0; d < directions; ++d)
       activations.insert(activations.end(), defaults.begin(), defaults.end());
+  // RNN's schema default is ["Tanh", "Tanh"] (one per direction of a
+  // bidirectional layer); a one-directional layer that writes it out uses
+  // the first, as ONNX Runtime does.
+  if (Kind == Cell::RNN && directions == 1 && activations.size() == 2)
+    activations.resize(1);
   if (activations.size() != defaults.size() * size_t(directions))
     return c.fail("activations needs " + std::to_string(defaults.size() * directions) +
                   " entries");

@@ -403,6 +403,10 @@ def recurrent_case(name, kind, gates, direction, attrs, h0=False, peep=False, y_
 
 recurrent_case("rnn_relu_reverse", "RNN", 1, "reverse", {"activations": ["Relu"]}, h0=True,
                act="Relu")
+# RNN's schema default activations ["Tanh", "Tanh"] written out on a
+# one-directional layer: the first applies (ONNX Runtime's reading).
+recurrent_case("rnn_default_activations", "RNN", 1, "forward",
+               {"activations": ["Tanh", "Tanh"]})
 recurrent_case("gru_bidirectional_lbr", "GRU", 3, "bidirectional", {"linear_before_reset": 1},
                lbr=1)
 recurrent_case("gru_initial_state", "GRU", 3, "forward", {}, h0=True)

@@ -208,8 +208,10 @@ static bool convertPad(NodeContext &c) {
   std::string mode = c.attrString("mode", "constant");
   if (mode != "constant" && mode != "edge" && mode != "reflect")
     return c.fail("mode '" + mode + "' is not supported");
-  std::optional<std::vector<int64_t>> pads =
-      c.opset < 11 ? c.attrInts("pads") : c.ints(1, "pads");
+  // Pad-1 names its attribute `paddings`; Pad-2 `pads`; from 11 an input.
+  std::optional<std::vector<int64_t>> pads = c.opset < 2    ? c.attrInts("paddings")
+                                             : c.opset < 11 ? c.attrInts("pads")
+                                                            : c.ints(1, "pads");
   if (!pads)
     return c.opset < 11 ? c.fail("pads is required") : false;
   double value = c.opset < 11 ? c.attrFloat("value", 0) : 0;

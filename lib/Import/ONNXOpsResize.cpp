@@ -1,6 +1,6 @@
 //===- ONNXOpsResize.cpp - Resize and Upsample ----------------------------===//
 //
-// Resize (opsets 10-17) and Upsample (7-9) on static shapes, nearest and
+// Resize (opsets 10-17) and Upsample (1-9) on static shapes, nearest and
 // linear modes, as gathers with constant indices (FIR has no resize op):
 //   1. the output size of each axis: from `sizes`, or floor(in * scale);
 //      the scale of an axis is `scales[d]`, or out / in when `sizes` is
@@ -130,6 +130,8 @@ static bool convertResize(NodeContext &c) {
   if (!x)
     return false;
   std::string mode = c.attrString("mode", "nearest");
+  if (upsample && c.opset < 7 && mode == "bilinear") // Upsample-1's name for it
+    mode = "linear";
   if (mode != "nearest" && mode != "linear" && mode != "cubic")
     return c.fail("mode '" + mode + "' is not supported (nearest, linear and cubic are)");
   bool legacy = upsample || c.opset < 11; // asymmetric, floor
@@ -162,7 +164,13 @@ static bool convertResize(NodeContext &c) {
     c.ignoreInput(1); // roi: only tf_crop_and_resize, rejected above, reads it
   std::vector<float> scales;
   std::optional<std::vector<int64_t>> sizes;
-  if (upsample && c.opset < 9) {
+  if (upsample && c.opset < 7) {
+    // Upsample-1 (experimental): NCHW with height_scale and width_scale.
+    if (rank != 4)
+      return c.fail("Upsample-1 takes a 4-D (NCHW) input, not " + x->type.str());
+    scales = {1.0f, 1.0f, float(c.attrFloat("height_scale", 1)),
+              float(c.attrFloat("width_scale", 1))};
+  } else if (upsample && c.opset < 9) {
     for (double scale : c.attrFloats("scales"))
       scales.push_back(float(scale));
   } else if (c.hasInput(scalesInput) && c.constant(scalesInput) &&

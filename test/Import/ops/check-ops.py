@@ -771,6 +771,19 @@ check("legacy_batchnorm", "BatchNormalization", x2345,
 slope = rng.standard_normal(3).astype(np.float32)
 check("legacy_prelu_channels", "PRelu", x2345, [("slope", slope)], {},
       np.where(x2345 < 0, x2345 * slope.reshape(1, 3, 1, 1), x2345), opset=6)
+# Pad-1's `paddings` attribute; Upsample-1's height_scale and width_scale
+# (nearest; `bilinear` is its name for linear, asymmetric as Upsample-7).
+check("legacy_pad_paddings", "Pad", x2345, [], {"paddings": [0, 1, 0, 2, 0, 0, 1, 1],
+                                                "value": 1.5},
+      np.pad(x2345, [(0, 0), (1, 0), (0, 1), (2, 1)], constant_values=1.5), opset=1)
+check("legacy_upsample_nearest", "Upsample", x2345, [], {"height_scale": 2.0,
+                                                         "width_scale": 3.0},
+      x2345.repeat(2, axis=2).repeat(3, axis=3), opset=1)
+row4 = np.arange(4, dtype=np.float32).reshape(1, 1, 1, 4)
+check("legacy_upsample_bilinear", "Upsample", row4, [], {"height_scale": 1.0,
+                                                         "width_scale": 2.0,
+                                                         "mode": "bilinear"},
+      np.float32([0, 0.5, 1, 1.5, 2, 2.5, 3, 3]).reshape(1, 1, 1, 8), opset=1)
 # BatchNormalization with spatial = 0 (opsets 1 to 8): statistics per
 # element of a sample, shaped as the input's dims after the batch; and
 # ImageScaler (opsets 1 to 9, Tiny YOLOv2's first node).

@@ -244,13 +244,96 @@ static const std::vector<OpConverter> &converterTable() {
     registerShapeOps(all);
     registerFillOps(all);
     registerResizeOps(all);
+    registerControlOps(all);
     return all;
   }();
   return table;
 }
 
+bool Importer::importNode(const onnx::NodeProto &node) {
+  static const std::map<std::string, ConvertFn> byType = [] {
+    std::map<std::string, ConvertFn> table;
+    for (const OpConverter &entry : converterTable())
+      table[entry.opType] = entry.convert;
+    return table;
+  }();
+  NodeContext context(*this, node, opset);
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    return error = "node '" + node.name() + "' (" + node.domain() + "." + node.op_type() +
+                   "): operators of domain '" + node.domain() + "' are not supported",
+           false;
+  // Every ONNX operator has an output; converters may name bindings by it.
+  // The recurrent layers' Y is optional (Y_h alone is common): they name
+  // by their first output given.
+  bool optionalFirst =
+      node.op_type() == "RNN" || node.op_type() == "GRU" || node.op_type() == "LSTM";
+  if (node.output_size() == 0 ||
+      (node.output(0).empty() &&
+       !(optionalFirst && llvm::any_of(node.output(), [](const std::string &output) {
+           return !output.empty();
+         }))))
+    return context.fail("the node has no (first) output");
+  auto converter = byType.find(node.op_type());
+  if (converter == byType.end())
+    return context.fail("unsupported ONNX operator '" + node.op_type() + "'");
+  std::set<std::string> attributeNames;
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (!attributeNames.insert(attr.name()).second)
+      return context.fail("attribute '" + attr.name() + "' is given twice");
+  if (!checkAgainstSchema(context, node, opset))
+    return false;
+  // uint8 data and quantized tensors exist for the QDQ operators alone:
+  // DequantizeLinear's data and zero point, QuantizeLinear's zero point.
+  for (int i = 0; i < node.input_size(); ++i) {
+    const std::string &name = node.input(i);
+    bool dequantize = node.op_type() == "DequantizeLinear";
+    bool zeroPoint = i == 2 && (dequantize || node.op_type() == "QuantizeLinear");
+    if (unsignedBytes.count(name) && !zeroPoint && !(dequantize && i == 0))
+      return context.fail("input " + std::to_string(i) + " ('" + name +
+                          "') is uint8, which fusec reads only as the data or zero point "
+                          "of DequantizeLinear (and QuantizeLinear's zero point)");
+    if (quantized.count(name) && !(dequantize && i == 0))
+      return context.fail("input " + std::to_string(i) + " ('" + name +
+                          "') is QuantizeLinear's output, which fusec keeps only for "
+                          "DequantizeLinear (a QDQ pair)");
+  }
+  for (const std::string &output : node.output())
+    if (!output.empty() && (values.count(output) || constants.count(output) ||
+                            shapes.count(output)))
+      return context.fail("its output '" + output +
+                          "' is already defined (ONNX names are assigned once)");
+  // Hints of the first opsets that change nothing in inference:
+  // consumed_inputs (in-place reuse, opsets 1-5) and is_test
+  // (BatchNormalization and Dropout before opset 7, ignored as TVM does).
+  if (opset < 6)
+    context.attrInts("consumed_inputs");
+  if (opset < 7 && (node.op_type() == "BatchNormalization" || node.op_type() == "Dropout"))
+    context.attrInt("is_test", 0);
+  size_t firstNew = block->bindings.size();
+  if (!converter->second(context) || !error.empty())
+    return context.fail("cannot be converted");
+  foldNodeOnConstants(*this, context, firstNew);
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (!context.usedAttrs().count(attr.name()) &&
+        !llvm::StringRef(attr.name()).startswith("__")) // ONNX's internal names
+      return context.fail("attribute '" + attr.name() + "' is not supported");
+  // Like attributes, an input the conversion never looked at (a third
+  // input of Add) is not silently dropped.
+  for (int i = 0; i < node.input_size(); ++i)
+    if (!node.input(i).empty() && !context.wasRead(size_t(i)))
+      return context.fail("input " + std::to_string(i) + " ('" + node.input(i) +
+                          "') is not supported: " + node.op_type() + " takes " +
+                          (i == 0 ? "no inputs" : "at most " + std::to_string(i)) +
+                          " here");
+  for (size_t i = 0; i < context.numOutputs(); ++i)
+    if (context.hasOutput(i) && !values.count(node.output(int(i))) &&
+        !constants.count(node.output(int(i))) && !shapes.count(node.output(int(i))))
+      return context.fail("output " + std::to_string(i) + " ('" + node.output(int(i)) +
+                          "') is not supported");
+  return true;
+}
+
 bool Importer::run(const onnx::ModelProto &model) {
-  int64_t opset = -1;
   for (const onnx::OperatorSetIdProto &entry : model.opset_import())
     if (entry.domain().empty() || entry.domain() == "ai.onnx")
       opset = entry.version();
@@ -312,84 +395,9 @@ bool Importer::run(const onnx::ModelProto &model) {
                      ": no graph input has a dim named '" + name + "'",
              false;
 
-  std::map<std::string, ConvertFn> byType;
-  for (const OpConverter &entry : converterTable())
-    byType[entry.opType] = entry.convert;
-  for (const onnx::NodeProto &node : graph.node()) {
-    NodeContext context(*this, node, opset);
-    if (!node.domain().empty() && node.domain() != "ai.onnx")
-      return error = "node '" + node.name() + "' (" + node.domain() + "." + node.op_type() +
-                     "): operators of domain '" + node.domain() + "' are not supported",
-             false;
-    // Every ONNX operator has an output; converters may name bindings by it.
-    // The recurrent layers' Y is optional (Y_h alone is common): they name
-    // by their first output given.
-    bool optionalFirst =
-        node.op_type() == "RNN" || node.op_type() == "GRU" || node.op_type() == "LSTM";
-    if (node.output_size() == 0 ||
-        (node.output(0).empty() &&
-         !(optionalFirst && llvm::any_of(node.output(), [](const std::string &output) {
-             return !output.empty();
-           }))))
-      return context.fail("the node has no (first) output");
-    auto converter = byType.find(node.op_type());
-    if (converter == byType.end())
-      return context.fail("unsupported ONNX operator '" + node.op_type() + "'");
-    std::set<std::string> attributeNames;
-    for (const onnx::AttributeProto &attr : node.attribute())
-      if (!attributeNames.insert(attr.name()).second)
-        return context.fail("attribute '" + attr.name() + "' is given twice");
-    if (!checkAgainstSchema(context, node, opset))
+  for (const onnx::NodeProto &node : graph.node())
+    if (!importNode(node))
       return false;
-    // uint8 data and quantized tensors exist for the QDQ operators alone:
-    // DequantizeLinear's data and zero point, QuantizeLinear's zero point.
-    for (int i = 0; i < node.input_size(); ++i) {
-      const std::string &name = node.input(i);
-      bool dequantize = node.op_type() == "DequantizeLinear";
-      bool zeroPoint = i == 2 && (dequantize || node.op_type() == "QuantizeLinear");
-      if (unsignedBytes.count(name) && !zeroPoint && !(dequantize && i == 0))
-        return context.fail("input " + std::to_string(i) + " ('" + name +
-                            "') is uint8, which fusec reads only as the data or zero point "
-                            "of DequantizeLinear (and QuantizeLinear's zero point)");
-      if (quantized.count(name) && !(dequantize && i == 0))
-        return context.fail("input " + std::to_string(i) + " ('" + name +
-                            "') is QuantizeLinear's output, which fusec keeps only for "
-                            "DequantizeLinear (a QDQ pair)");
-    }
-    for (const std::string &output : node.output())
-      if (!output.empty() && (values.count(output) || constants.count(output) ||
-                              shapes.count(output)))
-        return context.fail("its output '" + output +
-                            "' is already defined (ONNX names are assigned once)");
-    // Hints of the first opsets that change nothing in inference:
-    // consumed_inputs (in-place reuse, opsets 1-5) and is_test
-    // (BatchNormalization and Dropout before opset 7, ignored as TVM does).
-    if (opset < 6)
-      context.attrInts("consumed_inputs");
-    if (opset < 7 && (node.op_type() == "BatchNormalization" || node.op_type() == "Dropout"))
-      context.attrInt("is_test", 0);
-    size_t firstNew = block->bindings.size();
-    if (!converter->second(context) || !error.empty())
-      return context.fail("cannot be converted");
-    foldNodeOnConstants(*this, context, firstNew);
-    for (const onnx::AttributeProto &attr : node.attribute())
-      if (!context.usedAttrs().count(attr.name()) &&
-          !llvm::StringRef(attr.name()).startswith("__")) // ONNX's internal names
-        return context.fail("attribute '" + attr.name() + "' is not supported");
-    // Like attributes, an input the conversion never looked at (a third
-    // input of Add) is not silently dropped.
-    for (int i = 0; i < node.input_size(); ++i)
-      if (!node.input(i).empty() && !context.wasRead(size_t(i)))
-        return context.fail("input " + std::to_string(i) + " ('" + node.input(i) +
-                            "') is not supported: " + node.op_type() + " takes " +
-                            (i == 0 ? "no inputs" : "at most " + std::to_string(i)) +
-                            " here");
-    for (size_t i = 0; i < context.numOutputs(); ++i)
-      if (context.hasOutput(i) && !values.count(node.output(int(i))) &&
-          !constants.count(node.output(int(i))) && !shapes.count(node.output(int(i))))
-        return context.fail("output " + std::to_string(i) + " ('" + node.output(int(i)) +
-                            "') is not supported");
-  }
 
   std::vector<Type> resultTypes;
   for (const onnx::ValueInfoProto &output : graph.output()) {

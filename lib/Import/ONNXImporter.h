@@ -83,6 +83,10 @@ public:
   std::vector<double> attrFloats(llvm::StringRef name);
   std::vector<std::string> attrStrings(llvm::StringRef name);
   const onnx::TensorProto *attrTensor(llvm::StringRef name);
+  const onnx::GraphProto *attrGraph(llvm::StringRef name);
+  /// Output `i` is whatever ONNX name `source` holds: a value, a constant
+  /// or a shape value (Identity, an If's branch outputs).
+  bool forward(size_t i, const std::string &source);
   /// Marks an attribute as understood without reading it (e.g. BatchNorm's
   /// momentum, meaningless in inference).
   void ignoreAttr(llvm::StringRef name) { used.insert(name.str()); }
@@ -217,17 +221,21 @@ void registerScanOps(std::vector<OpConverter> &table);
 void registerEinsumOps(std::vector<OpConverter> &table);
 void registerGatherOps(std::vector<OpConverter> &table);
 void registerShapeOps(std::vector<OpConverter> &table);
+void registerControlOps(std::vector<OpConverter> &table);
 
 class Importer {
 public:
   Importer(Module &module, const ONNXImportOptions &options, std::string modelDirectory)
       : module(module), options(options), modelDirectory(std::move(modelDirectory)) {}
   bool run(const onnx::ModelProto &model);
+  /// Converts one node (of the graph, or of a branch an If takes).
+  bool importNode(const onnx::NodeProto &node);
   void checkDeclaredOutputShapes(const onnx::GraphProto &graph);
 
   Module &module;
   const ONNXImportOptions &options;
   std::string modelDirectory;
+  int64_t opset = -1; // of the default domain
   Function *function = nullptr;
   DataflowBlock *block = nullptr;
   std::map<std::string, Value *> values;

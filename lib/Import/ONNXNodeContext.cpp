@@ -209,6 +209,27 @@ const onnx::TensorProto *NodeContext::attrTensor(llvm::StringRef name) {
   return attr && attr->has_t() ? &attr->t() : nullptr;
 }
 
+const onnx::GraphProto *NodeContext::attrGraph(llvm::StringRef name) {
+  const onnx::AttributeProto *attr = typedAttr(name, onnx::AttributeProto::GRAPH);
+  return attr && attr->has_g() ? &attr->g() : nullptr;
+}
+
+bool NodeContext::forward(size_t i, const std::string &source) {
+  if (importer.shapes.count(source))
+    defineShape(i, importer.shapes[source]);
+  if (importer.constants.count(source)) {
+    importer.constants[node.output(int(i))] = importer.constants[source];
+    return true;
+  }
+  if (importer.shapes.count(source))
+    return true;
+  auto value = importer.values.find(source);
+  if (value == importer.values.end())
+    return fail("'" + source + "' is not defined");
+  define(i, value->second);
+  return true;
+}
+
 std::optional<DType> NodeContext::dtypeOf(int64_t onnxType, const char *what) {
   std::optional<DType> dtype = mapDType(onnxType);
   if (!dtype)

@@ -378,14 +378,9 @@ static bool convertWhere(NodeContext &c) {
 static bool convertIdentity(NodeContext &c) {
   if (!c.hasInput(0))
     return c.fail("input 0 is missing");
-  const std::string &name = c.node.input(0);
-  if (c.importer.shapes.count(name))
-    c.defineShape(0, c.importer.shapes[name]);
-  if (c.importer.constants.count(name))
-    c.importer.constants[c.node.output(0)] = c.importer.constants[name];
-  else if (!c.importer.shapes.count(name))
-    c.define(0, c.input(0));
-  return true;
+  if (!c.constant(0) && !c.shapeValue(0) && !c.input(0))
+    return false;
+  return c.forward(0, c.node.input(0));
 }
 
 static bool convertDropout(NodeContext &c) {

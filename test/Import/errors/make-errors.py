@@ -403,6 +403,14 @@ def main():
     del ir2.opset_import[:]
     save("ir2_no_opset", ir2)
 
+    # If on a condition computed at run time (a graph input).
+    branch = lambda out: helper.make_graph(
+        [helper.make_node("Identity", ["x"], [out])], out + "_graph", [], [vi(out, None)])
+    save("if_runtime_condition", model(
+        [helper.make_node("If", ["c"], ["y"], name="if", then_branch=branch("t"),
+                          else_branch=branch("e"))],
+        [vi("x", [2]), vi("c", [], elem=TensorProto.BOOL)], [vi("y", None)], check=False))
+
     # Files that are not ONNX models at all.
     write_raw("not_onnx_empty", b"")
     write_raw("not_onnx_text", b"this is not an ONNX model, just text\n")

@@ -326,6 +326,43 @@ inf = np.float32(np.inf)
 rows = np.array([[-inf, -inf, -inf], [inf, 1, 2], [1, 2, 3], [inf, inf, 0]], np.float32)
 check("reducelogsumexp_inf", "ReduceLogSumExp", rows, [], {"axes": [1], "keepdims": 0},
       np.array([-inf, inf, np.log(np.exp([1, 2, 3]).sum()), inf], np.float32))
+# If on a condition that folds at import: PyTorch's `x.squeeze(1)` from
+# opset 11 (squeeze only when the dim is 1), the branch taken imported in
+# place; with a nested If in the taken branch.
+def squeeze_if(name, inner=None):
+    then_nodes = [helper.make_node("Constant", [], [name + "_axes"],
+                                   value=numpy_helper.from_array(np.int64([1]))),
+                  helper.make_node("Squeeze", ["x", name + "_axes"], [name + "_sq"])]
+    then_out = name + "_sq"
+    if inner:
+        then_nodes.append(inner)
+        then_out = inner.output[0]
+    branch = lambda nodes, out: helper.make_graph(
+        nodes, name + "_branch", [], [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)])
+    return [helper.make_node("Shape", ["x"], [name + "_shape"]),
+            helper.make_node("Constant", [], [name + "_one"],
+                             value=numpy_helper.from_array(np.int64(1))),
+            helper.make_node("Gather", [name + "_shape", name + "_one"], [name + "_dim"], axis=0),
+            helper.make_node("Equal", [name + "_dim", name + "_one"], [name + "_cond"]),
+            helper.make_node("If", [name + "_cond"], ["y"],
+                             then_branch=branch(then_nodes, then_out),
+                             else_branch=branch([helper.make_node("Identity", ["x"],
+                                                                  [name + "_id"])],
+                                                name + "_id"))]
+
+
+x213 = rng.standard_normal((2, 1, 3)).astype(np.float32)
+x243 = rng.standard_normal((2, 4, 3)).astype(np.float32)
+run_model("if_squeeze_taken", squeeze_if("a"), x213, [], x213.squeeze(1))
+run_model("if_squeeze_else", squeeze_if("b"), x243, [], x243)
+relu_if = helper.make_node("If", ["c_cond"], ["c_out"], then_branch=helper.make_graph(
+    [helper.make_node("Relu", ["c_sq"], ["c_relu"])], "inner_then", [],
+    [helper.make_tensor_value_info("c_relu", TensorProto.FLOAT, None)]),
+    else_branch=helper.make_graph([], "inner_else", [],
+                                  [helper.make_tensor_value_info("c_sq", TensorProto.FLOAT, None)]))
+run_model("if_nested", squeeze_if("c", relu_if), x213, [], np.maximum(x213.squeeze(1), 0))
+
+
 # EyeLike: a constant from the input's shape (SimCLR's torch.eye mask).
 sq2 = rng.standard_normal((4, 6)).astype(np.float32)
 run_model("eyelike", [helper.make_node("EyeLike", ["x"], ["e"], k=1),

@@ -217,7 +217,7 @@ TEST_CASE("onnx import: an unknown operator or attribute names the node and opse
   std::string path = writeModel(model);
   std::string error;
   CHECK(!importONNX(path, {}, error));
-  CHECK(error == path + ": node 'Relu_0' (Relu, opset 17): attribute 'slope' is not supported");
+  CHECK(error == path + ": node 'Relu_0' (Relu, opset 17): attribute 'slope' is not defined by Relu-14");
 
   node->set_op_type("HardSwishPlus");
   node->clear_attribute();

@@ -245,6 +245,7 @@ static const std::vector<OpConverter> &converterTable() {
     registerFillOps(all);
     registerResizeOps(all);
     registerControlOps(all);
+    registerScatterOps(all);
     return all;
   }();
   return table;

@@ -153,6 +153,8 @@ Value *perChannel(NodeContext &c, size_t i, int64_t rank, llvm::StringRef hint);
 /// Whether dims `dims` of `x` are static; otherwise reports which is not
 /// (with the --dim that fixes it) and returns false.
 bool staticDims(NodeContext &c, const Type &x, const std::vector<int64_t> &dims);
+/// The static shape of `x`, or nullopt after an error naming `what`.
+std::optional<std::vector<int64_t>> staticShape(NodeContext &c, Value *x, const char *what);
 /// reshape(x) {shape} and permute_dims(x) {axes}; null when `x` is null
 /// or after an error.
 Value *reshapeTo(NodeContext &c, Value *x, const Shape &shape, const std::string &hint);
@@ -222,6 +224,7 @@ void registerEinsumOps(std::vector<OpConverter> &table);
 void registerGatherOps(std::vector<OpConverter> &table);
 void registerShapeOps(std::vector<OpConverter> &table);
 void registerControlOps(std::vector<OpConverter> &table);
+void registerScatterOps(std::vector<OpConverter> &table);
 
 class Importer {
 public:

@@ -73,9 +73,8 @@ static Value *guarded(NodeContext &c, Value *index, Operand extent, Value *term,
                 {}, hint);
 }
 
-/// The static shape of `x`, or nullopt after an error naming `what`.
-static std::optional<std::vector<int64_t>> staticShape(NodeContext &c, Value *x,
-                                                       const char *what) {
+std::optional<std::vector<int64_t>> onnximport::staticShape(NodeContext &c, Value *x,
+                                                            const char *what) {
   std::vector<int64_t> shape;
   for (const Dim &dim : x->type.getShape()) {
     if (dim.isSymbolic())

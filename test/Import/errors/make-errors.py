@@ -411,6 +411,12 @@ def main():
                           else_branch=branch("e"))],
         [vi("x", [2]), vi("c", [], elem=TensorProto.BOOL)], [vi("y", None)], check=False))
 
+    # A scatter whose indices are computed at run time (a graph input).
+    save("scatternd_runtime_indices", model(
+        [helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="scatter")],
+        [vi("x", [4, 2]), vi("i", [1, 1], elem=TensorProto.INT64), vi("u", [1, 2])],
+        [vi("y", None)], check=False))
+
     # Files that are not ONNX models at all.
     write_raw("not_onnx_empty", b"")
     write_raw("not_onnx_text", b"this is not an ONNX model, just text\n")

@@ -363,6 +363,49 @@ relu_if = helper.make_node("If", ["c_cond"], ["c_out"], then_branch=helper.make_
 run_model("if_nested", squeeze_if("c", relu_if), x213, [], np.maximum(x213.squeeze(1), 0))
 
 
+# Scatters with constant indices (FIR has none: take + where at import).
+# PyTorch's slice assignment y[..., 0:2] = v exports full-coordinate
+# ScatterND indices; a ScatterND of whole rows (k < rank); ScatterElements
+# with negative indices and duplicates (the last wins); reduction add and
+# mul over duplicates (every update, in order).
+def scatter_nd_ref(data, indices, updates, reduction="none"):
+    out = data.copy()
+    k = indices.shape[-1]
+    for u, index in enumerate(indices.reshape(-1, k)):
+        row = updates.reshape((-1,) + data.shape[k:])[u]
+        key = tuple(int(i) for i in index)
+        out[key] = row if reduction == "none" else (
+            out[key] + row if reduction == "add" else out[key] * row)
+    return out
+
+
+box = rng.standard_normal((1, 3, 4, 6)).astype(np.float32)
+slice_idx = np.stack(np.meshgrid(*[np.arange(n) for n in (1, 3, 4, 2)], indexing="ij"), -1)
+slice_upd = (rng.standard_normal((1, 3, 4, 2))).astype(np.float32)
+check("scatternd_slice_assign", "ScatterND", box,
+      [("i", slice_idx.astype(np.int64)), ("u", slice_upd)], {},
+      scatter_nd_ref(box, slice_idx, slice_upd))
+rows_idx = np.int64([[2], [-3]])
+rows_upd = rng.standard_normal((2, 6)).astype(np.float32)
+grid = rng.standard_normal((4, 6)).astype(np.float32)
+check("scatternd_rows", "ScatterND", grid, [("i", rows_idx), ("u", rows_upd)], {},
+      scatter_nd_ref(grid, np.int64([[2], [1]]), rows_upd))
+dup_idx = np.int64([[1], [3], [1], [1]])
+dup_upd = rng.standard_normal((4, 6)).astype(np.float32)
+for reduction in ("add", "mul"):
+    check("scatternd_" + reduction, "ScatterND", grid, [("i", dup_idx), ("u", dup_upd)],
+          {"reduction": reduction}, scatter_nd_ref(grid, dup_idx, dup_upd, reduction),
+          opset=16)
+elem_idx = np.int64([[1, -1, 0], [2, 2, 0]])
+elem_upd = rng.standard_normal((2, 3)).astype(np.float32)
+elem_ref = grid.copy()
+for r in range(2):
+    for col in range(3):
+        elem_ref[r, int(elem_idx[r, col]) % 6] = elem_upd[r, col]
+check("scatterelements_axis1", "ScatterElements", grid, [("i", elem_idx), ("u", elem_upd)],
+      {"axis": 1}, elem_ref)
+
+
 # EyeLike: a constant from the input's shape (SimCLR's torch.eye mask).
 sq2 = rng.standard_normal((4, 6)).astype(np.float32)
 run_model("eyelike", [helper.make_node("EyeLike", ["x"], ["e"], k=1),

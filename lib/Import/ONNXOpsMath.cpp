@@ -386,12 +386,17 @@ static bool convertIdentity(NodeContext &c) {
 static bool convertDropout(NodeContext &c) {
   c.attrInt("seed", 0);
   c.ignoreAttr("ratio"); // opsets 7-11: meaningless in inference
-  c.ignoreInput(1);      // the ratio from opset 12: as meaningless
   if (c.hasInput(2)) {
+    // Training mode drops with the ratio: a constant 0 drops nothing (as
+    // torchvision's Swin exports its attention dropout even in eval mode).
     const TensorData *training = c.constant(2);
-    if (!training || training->getNumElements() != 1 || training->get(0) != 0)
-      return c.fail("training mode is not supported (inference only)");
+    const TensorData *ratio = c.hasInput(1) ? c.constant(1) : nullptr;
+    bool keepsAll = ratio && ratio->getNumElements() == 1 && ratio->get(0) == 0;
+    if (!training || training->getNumElements() != 1 || (training->get(0) != 0 && !keepsAll))
+      return c.fail("training mode is not supported (inference only), unless the ratio is a "
+                    "constant 0");
   }
+  c.ignoreInput(1); // the ratio from opset 12: meaningless in inference
   if (c.hasOutput(1)) { // the mask: all true in inference
     Value *x = c.input(0);
     if (!x)

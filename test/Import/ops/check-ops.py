@@ -396,6 +396,20 @@ for reduction in ("add", "mul"):
     check("scatternd_" + reduction, "ScatterND", grid, [("i", dup_idx), ("u", dup_upd)],
           {"reduction": reduction}, scatter_nd_ref(grid, dup_idx, dup_upd, reduction),
           opset=16)
+# Swin's shifted-window mask: a ScatterND on constants only folds to a
+# constant at import.
+mask_idx = np.int64([[0], [2]])
+mask_upd = np.float32([[1, 1, 1, 1, 1, 1], [2, 2, 2, 2, 2, 2]])
+run_model("scatternd_constant_fold", [
+    helper.make_node("ConstantOfShape", ["shape"], ["zeros"],
+                     value=numpy_helper.from_array(np.float32([0]))),
+    helper.make_node("ScatterND", ["zeros", "i", "u"], ["mask"]),
+    helper.make_node("Add", ["x", "mask"], ["y"])], grid,
+    [numpy_helper.from_array(np.int64([4, 6]), "shape"),
+     numpy_helper.from_array(mask_idx, "i"), numpy_helper.from_array(mask_upd, "u")],
+    grid + scatter_nd_ref(np.zeros((4, 6), np.float32), mask_idx, mask_upd),
+    suffix=lambda fir: " (%d scatter ops left)" % (open(fir).read().count("take(") +
+                                                   open(fir).read().count("where(")))
 elem_idx = np.int64([[1, -1, 0], [2, 2, 0]])
 elem_upd = rng.standard_normal((2, 3)).astype(np.float32)
 elem_ref = grid.copy()

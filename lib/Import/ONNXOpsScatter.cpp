@@ -98,32 +98,47 @@ static bool scatterRows(NodeContext &c, Value *data, Value *updates,
   return true;
 }
 
-/// The data, the updates (its dtype), the constant indices and their
-/// static shapes; false after an error.
-static bool readScatter(NodeContext &c, Value *&data, Value *&updates, const TensorData *&indices,
-                        std::vector<int64_t> &dataShape) {
-  data = c.input(0);
-  updates = c.input(2);
-  if (!data || !updates)
-    return false;
-  indices = c.constant(1);
-  if (!indices)
+/// What both scatters read: the data and updates (one dtype, static
+/// shapes), the constant indices and the reduction (none, add or mul; from
+/// opset 16).
+struct ScatterInputs {
+  Value *data = nullptr, *updates = nullptr;
+  const TensorData *indices = nullptr;
+  std::vector<int64_t> shape; // the data's
+  std::string reduction;
+};
+
+static std::optional<ScatterInputs> readScatter(NodeContext &c) {
+  ScatterInputs in;
+  in.reduction = c.attrString("reduction", "none");
+  if (in.reduction != "none" && in.reduction != "add" && in.reduction != "mul")
+    return c.fail("reduction '" + in.reduction + "' is not supported (none, add and mul are)"),
+           std::nullopt;
+  in.data = c.input(0);
+  in.updates = c.input(2);
+  if (!in.data || !in.updates)
+    return std::nullopt;
+  in.indices = c.constant(1);
+  if (!in.indices)
     return c.fail("the indices (input 1) must be a constant: FIR has no scatter, so fusec "
-                  "builds it from a gather at import");
-  if (updates->type.getDType() != data->type.getDType())
-    return c.fail("the updates " + updates->type.str() + " must have the data's dtype, " +
-                  data->type.str());
-  std::optional<std::vector<int64_t>> shape = staticShape(c, data, "the data");
-  if (!shape || !staticShape(c, updates, "the updates"))
-    return false;
-  dataShape = *shape;
+                  "builds it from a gather at import"),
+           std::nullopt;
+  if (in.updates->type.getDType() != in.data->type.getDType())
+    return c.fail("the updates " + in.updates->type.str() + " must have the data's dtype, " +
+                  in.data->type.str()),
+           std::nullopt;
+  std::optional<std::vector<int64_t>> shape = staticShape(c, in.data, "the data");
+  if (!shape || !staticShape(c, in.updates, "the updates"))
+    return std::nullopt;
+  in.shape = *shape;
   int64_t elements = 1;
-  for (int64_t dim : dataShape)
+  for (int64_t dim : in.shape)
     elements = dim ? std::min(elements * dim, kMaxScatterConstant + 1) : 0;
-  if (elements > kMaxScatterConstant || indices->getNumElements() > kMaxScatterConstant)
+  if (elements > kMaxScatterConstant || in.indices->getNumElements() > kMaxScatterConstant)
     return c.fail("the data or indices are larger than fusec builds a scatter for at import "
-                  "(2^24 elements)");
-  return true;
+                  "(2^24 elements)"),
+           std::nullopt;
+  return in;
 }
 
 /// `index` counted from the end when negative, checked against `extent`.
@@ -136,24 +151,10 @@ static std::optional<int64_t> normalize(NodeContext &c, int64_t index, int64_t e
   return normalized;
 }
 
-/// The reduction attribute (opset 16): none, add or mul.
-static std::optional<std::string> readReduction(NodeContext &c) {
-  std::string reduction = c.attrString("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul")
-    return c.fail("reduction '" + reduction + "' is not supported (none, add and mul are)"),
-           std::nullopt;
-  return reduction;
-}
-
-static bool convertScatterND(NodeContext &c) {
-  std::optional<std::string> reduction = readReduction(c);
-  if (!reduction)
-    return false;
-  Value *data, *updates;
-  const TensorData *indices;
-  std::vector<int64_t> shape;
-  if (!readScatter(c, data, updates, indices, shape))
-    return false;
+static bool scatterND(NodeContext &c, const ScatterInputs &in) {
+  const std::vector<int64_t> &shape = in.shape;
+  const TensorData *indices = in.indices;
+  Value *data = in.data, *updates = in.updates;
   const std::vector<int64_t> &indexShape = indices->getShape();
   if (indexShape.empty() || indexShape.back() < 1 || indexShape.back() > int64_t(shape.size()))
     return c.fail("the indices' last dim must be in [1, " + std::to_string(shape.size()) +
@@ -189,18 +190,13 @@ static bool convertScatterND(NodeContext &c) {
     }
     writers[size_t(position)].push_back(u);
   }
-  return scatterRows(c, data, updates, shape, k, writers, updateRows, *reduction);
+  return scatterRows(c, data, updates, shape, k, writers, updateRows, in.reduction);
 }
 
-static bool convertScatterElements(NodeContext &c) {
-  std::optional<std::string> reduction = readReduction(c);
-  if (!reduction)
-    return false;
-  Value *data, *updates;
-  const TensorData *indices;
-  std::vector<int64_t> shape;
-  if (!readScatter(c, data, updates, indices, shape))
-    return false;
+static bool scatterElements(NodeContext &c, const ScatterInputs &in) {
+  const std::vector<int64_t> &shape = in.shape;
+  const TensorData *indices = in.indices;
+  Value *data = in.data, *updates = in.updates;
   int64_t rank = int64_t(shape.size()), axis = c.attrInt("axis", 0);
   const std::vector<int64_t> &indexShape = indices->getShape();
   if (rank == 0 || int64_t(indexShape.size()) != rank)
@@ -238,11 +234,17 @@ static bool convertScatterElements(NodeContext &c) {
     writers[size_t(position)].push_back(u);
   }
   return scatterRows(c, data, updates, shape, shape.size(), writers,
-                     indices->getNumElements(), *reduction);
+                     indices->getNumElements(), in.reduction);
+}
+
+template <bool (*Scatter)(NodeContext &, const ScatterInputs &)>
+static bool convertScatter(NodeContext &c) {
+  std::optional<ScatterInputs> in = readScatter(c);
+  return in && Scatter(c, *in);
 }
 
 void onnximport::registerScatterOps(std::vector<OpConverter> &table) {
-  table.insert(table.end(), {{"ScatterND", convertScatterND},
-                             {"ScatterElements", convertScatterElements},
-                             {"Scatter", convertScatterElements}});
+  table.insert(table.end(), {{"ScatterND", convertScatter<scatterND>},
+                             {"ScatterElements", convertScatter<scatterElements>},
+                             {"Scatter", convertScatter<scatterElements>}});
 }

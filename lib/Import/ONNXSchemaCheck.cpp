@@ -142,20 +142,22 @@ bool onnximport::checkAgainstSchema(NodeContext &context, const onnx::NodeProto 
   if (!schema)
     return context.fail("ONNX defines " + node.op_type() + " from opset " +
                         std::to_string(versions.front().since) + " on");
-  if (node.input_size() < schema->minInputs || node.input_size() > schema->maxInputs)
-    return context.fail(schema->version() + " takes " +
-                        countRange(schema->minInputs, schema->maxInputs, "input") +
-                        ", not " + std::to_string(node.input_size()));
-  if (int i = emptyRequired(node.input(), schema->inputOptions); i >= 0)
-    return context.fail("input " + std::to_string(i) + " of " + schema->version() +
-                        " is required, but its name is empty");
-  if (node.output_size() < schema->minOutputs || node.output_size() > schema->maxOutputs)
-    return context.fail(schema->version() + " has " +
-                        countRange(schema->minOutputs, schema->maxOutputs, "output") +
-                        ", not " + std::to_string(node.output_size()));
-  if (int i = emptyRequired(node.output(), schema->outputOptions); i >= 0)
-    return context.fail("output " + std::to_string(i) + " of " + schema->version() +
-                        " is required, but its name is empty");
+  // The count of inputs (outputs) and their empty names.
+  auto checkNames = [&](const auto &names, int min, int max, llvm::StringRef options,
+                        const char *noun, const char *verb) {
+    if (names.size() < min || names.size() > max)
+      return context.fail(schema->version() + " " + verb + " " + countRange(min, max, noun) +
+                          ", not " + std::to_string(names.size()));
+    if (int i = emptyRequired(names, options); i >= 0)
+      return context.fail(std::string(noun) + " " + std::to_string(i) + " of " +
+                          schema->version() + " is required, but its name is empty");
+    return true;
+  };
+  if (!checkNames(node.input(), schema->minInputs, schema->maxInputs, schema->inputOptions,
+                  "input", "takes") ||
+      !checkNames(node.output(), schema->minOutputs, schema->maxOutputs, schema->outputOptions,
+                  "output", "has"))
+    return false;
   for (const onnx::AttributeProto &attribute : node.attribute()) {
     if (llvm::StringRef(attribute.name()).startswith("__"))
       continue;

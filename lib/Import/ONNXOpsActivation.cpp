@@ -140,13 +140,23 @@ static bool convertHardSwish(NodeContext &c) {
   return true;
 }
 
+/// log(1 + exp(x)) as relu(x) + log(1 + exp(-|x|)): the same value, but exp
+/// never overflows (x = 100 gave inf; ONNX Runtime and PyTorch give 100).
 static bool convertSoftplus(NodeContext &c) {
   Value *x = floatInput(c);
-  Value *exp = x ? c.emit("exp", {Operand::of(x)}, {}, c.node.output(0) + "_exp") : nullptr;
-  Value *shifted = withLiteral(c, "add", exp, 1, "_exp1");
-  if (!shifted)
+  if (!x)
     return false;
-  c.define(0, c.emit("log", {Operand::of(shifted)}));
+  std::string name = c.node.output(0);
+  Value *magnitude = c.emit("abs", {Operand::of(x)}, {}, name + "_abs");
+  Value *negated = magnitude ? c.emit("negative", {Operand::of(magnitude)}, {}, name + "_neg")
+                             : nullptr;
+  Value *exp = negated ? c.emit("exp", {Operand::of(negated)}, {}, name + "_exp") : nullptr;
+  Value *shifted = withLiteral(c, "add", exp, 1, "_exp1");
+  Value *log = shifted ? c.emit("log", {Operand::of(shifted)}, {}, name + "_log") : nullptr;
+  Value *positive = c.emit("nn.relu", {Operand::of(x)}, {}, name + "_relu");
+  if (!log || !positive)
+    return false;
+  c.define(0, c.emit("add", {Operand::of(positive), Operand::of(log)}));
   return true;
 }
 

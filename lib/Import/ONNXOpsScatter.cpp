@@ -68,12 +68,15 @@ static bool scatterRows(NodeContext &c, Value *data, Value *updates,
       return level < list.size() ? list[level] : -1;
     };
     TensorData rowOf(DType::i64, sourceDims), written(DType::boolean, maskDims);
-    bool everywhere = true;
+    bool everywhere = true, anywhere = false;
     for (size_t p = 0; p < writers.size(); ++p) {
       rowOf.setInt(int64_t(p), std::max<int64_t>(writer(p), 0));
       written.set(int64_t(p), writer(p) >= 0);
       everywhere &= writer(p) >= 0;
+      anywhere |= writer(p) >= 0;
     }
+    if (!anywhere) // no updates (empty indices): the data as it is
+      continue;
     std::string step = name + (levels > 1 ? "_" + std::to_string(level) : "");
     Attrs take;
     take.set("axis", Attr::makeInt(0));
@@ -122,6 +125,12 @@ static std::optional<ScatterInputs> readScatter(NodeContext &c) {
   if (!in.indices)
     return c.fail("the indices (input 1) must be a constant: FIR has no scatter, so fusec "
                   "builds it from a gather at import"),
+           std::nullopt;
+  bool elementwise = c.node.op_type() != "ScatterND"; // int32 or int64; ScatterND: int64
+  DType indexType = in.indices->getDType();
+  if (indexType != DType::i64 && !(elementwise && indexType == DType::i32))
+    return c.fail(std::string("the indices must be ") + (elementwise ? "int32 or int64" : "int64") +
+                  ", not " + dtypeName(indexType).str()),
            std::nullopt;
   if (in.updates->type.getDType() != in.data->type.getDType())
     return c.fail("the updates " + in.updates->type.str() + " must have the data's dtype, " +

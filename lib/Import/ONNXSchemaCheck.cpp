@@ -9,7 +9,8 @@
 // at 13) is caught, where a converter reading the newest form would take it.
 //
 // Steps, each reported against the node:
-//   1. The operator exists at the opset (LayerNormalization only from 17).
+//   1. The operator exists at the opset (LayerNormalization only from 17)
+//      and is not deprecated there (Upsample from 10, Scatter from 11).
 //      Operators ONNX 1.12 does not define (ImageScaler, experimental
 //      before opset 10) are left to their converters.
 //   2. Input and output counts are in the version's range; no input or
@@ -142,6 +143,10 @@ bool onnximport::checkAgainstSchema(NodeContext &context, const onnx::NodeProto 
   if (!schema)
     return context.fail("ONNX defines " + node.op_type() + " from opset " +
                         std::to_string(versions.front().since) + " on");
+  if (schema->deprecated)
+    return context.fail("ONNX deprecated " + node.op_type() + " in opset " +
+                        std::to_string(schema->since) +
+                        " (onnx.checker and ONNX Runtime reject it there)");
   // The count of inputs (outputs) and their empty names.
   auto checkNames = [&](const auto &names, int min, int max, llvm::StringRef options,
                         const char *noun, const char *verb) {

@@ -417,6 +417,27 @@ def main():
         [vi("x", [4, 2]), vi("i", [1, 1], elem=TensorProto.INT64), vi("u", [1, 2])],
         [vi("y", None)], check=False))
 
+    # A deprecated operator (onnx.checker and ONNX Runtime reject it), float
+    # scatter indices, an If on an int64 condition, a branch with inputs.
+    save("upsample_opset10", model(
+        [helper.make_node("Upsample", ["x", "s"], ["y"], name="up")],
+        [vi("x", [1, 1, 2, 2])], [vi("y", None)],
+        [const("s", np.float32([1, 1, 2, 2]))], opset=10, check=False))
+    save("scatter_float_indices", model(
+        [helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], name="scatter")],
+        [vi("x", [4])], [vi("y", None)],
+        [const("i", np.float32([1.7])), const("u", np.float32([5]))], check=False))
+    save("if_int_condition", model(
+        [helper.make_node("If", ["c"], ["y"], name="if", then_branch=branch("t"),
+                          else_branch=branch("e"))],
+        [vi("x", [2])], [vi("y", None)], [const("c", np.int64(1))], check=False))
+    with_input = helper.make_graph([helper.make_node("Identity", ["x"], ["w"])], "w_graph",
+                                   [vi("z", [2])], [vi("w", None)])
+    save("if_branch_inputs", model(
+        [helper.make_node("If", ["c"], ["y"], name="if", then_branch=with_input,
+                          else_branch=branch("e"))],
+        [vi("x", [2])], [vi("y", None)], [const("c", np.bool_(True))], check=False))
+
     # Files that are not ONNX models at all.
     write_raw("not_onnx_empty", b"")
     write_raw("not_onnx_text", b"this is not an ONNX model, just text\n")

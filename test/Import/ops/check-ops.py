@@ -361,6 +361,24 @@ relu_if = helper.make_node("If", ["c_cond"], ["c_out"], then_branch=helper.make_
     else_branch=helper.make_graph([], "inner_else", [],
                                   [helper.make_tensor_value_info("c_sq", TensorProto.FLOAT, None)]))
 run_model("if_nested", squeeze_if("c", relu_if), x213, [], np.maximum(x213.squeeze(1), 0))
+# A branch's names are its own: its initializer `bw` shadows the outer `bw`
+# inside the branch only, and two Ifs may take branches that define the same
+# names (one graph used twice).
+shadow_then = helper.make_graph(
+    [helper.make_node("Mul", ["x", "bw"], ["t"])], "shadow_then", [],
+    [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)],
+    initializer=[numpy_helper.from_array(np.full([3], 3, np.float32), "bw")])
+shadow_else = helper.make_graph(
+    [helper.make_node("Neg", ["x"], ["t"])], "shadow_else", [],
+    [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)])
+run_model("if_branch_scope", [
+    helper.make_node("If", ["cond"], ["y0"], then_branch=shadow_then, else_branch=shadow_else),
+    helper.make_node("If", ["cond"], ["y1"], then_branch=shadow_then, else_branch=shadow_else),
+    helper.make_node("Add", ["y0", "y1"], ["sum"]),
+    helper.make_node("Mul", ["sum", "bw"], ["y"])], x213.reshape(2, 3),
+    [numpy_helper.from_array(np.array(True), "cond"),
+     numpy_helper.from_array(np.full([3], 5, np.float32), "bw")],
+    (x213.reshape(2, 3) * 3 * 2) * 5)
 
 
 # Scatters with constant indices (FIR has none: take + where at import).
@@ -396,6 +414,13 @@ for reduction in ("add", "mul"):
     check("scatternd_" + reduction, "ScatterND", grid, [("i", dup_idx), ("u", dup_upd)],
           {"reduction": reduction}, scatter_nd_ref(grid, dup_idx, dup_upd, reduction),
           opset=16)
+# No updates at all (empty indices): the data as it is.
+check("scatternd_no_updates", "ScatterND", grid,
+      [("i", np.zeros((0, 1), np.int64)), ("u", np.zeros((0, 6), np.float32))], {}, grid)
+# Softplus far from 0: relu(x) + log(1 + exp(-|x|)) never overflows (the
+# literal log(exp(x) + 1) gave inf at x = 100).
+wide = np.float32([[-100, -5, 0, 5, 30, 88.5, 100]])
+check("softplus_wide", "Softplus", wide, [], {}, np.logaddexp(0, wide.astype(np.float64)).astype(np.float32))
 # Swin's shifted-window mask: a ScatterND on constants only folds to a
 # constant at import.
 mask_idx = np.int64([[0], [2]])

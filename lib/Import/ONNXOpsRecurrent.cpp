@@ -158,6 +158,8 @@ static bool convertRecurrent(NodeContext &c) {
     return c.fail("B must be [num_directions, 2 x gates x hidden_size]");
   if (steps > 4096)
     return c.fail("more than 4096 steps to unroll");
+  if (steps == 0)
+    return c.fail("the sequence has no steps (its length is 0): nothing to unroll");
   if (c.hasInput(4)) {
     std::optional<std::vector<int64_t>> lengths = c.ints(4, "sequence_lens");
     if (!lengths)

@@ -151,6 +151,7 @@ inline int64_t floorDiv(int64_t a, int64_t b) {
 struct IndexOp final : Node {
   KExpr::Kind kind;
   DType aType = DType::i64, bType = DType::i64, resultType = DType::i64;
+  bool allI64 = false; // a binary operation on i64 operands (set by the compiler)
   NodePtr a, b;
   mutable double rhs[kBatch];
   bool shortCircuit = false; // `&&`/`||` whose right side loads: stay lazy
@@ -195,6 +196,21 @@ struct IndexOp final : Node {
       out[t] = apply(intOf(out[t], aType), intOf(rhs[t], bType));
   }
   double eval(const int64_t *vars) const override {
+    if (allI64) { // index arithmetic, the lowered loops' hot path
+      int64_t x = asInt64(a->eval(vars));
+      switch (kind) {
+      case KExpr::Add: return fromInt64(wrappingAdd(x, asInt64(b->eval(vars))));
+      case KExpr::Sub: return fromInt64(wrappingSub(x, asInt64(b->eval(vars))));
+      case KExpr::Mul: return fromInt64(wrappingMul(x, asInt64(b->eval(vars))));
+      case KExpr::Lt: return x < asInt64(b->eval(vars));
+      case KExpr::Le: return x <= asInt64(b->eval(vars));
+      case KExpr::Gt: return x > asInt64(b->eval(vars));
+      case KExpr::Ge: return x >= asInt64(b->eval(vars));
+      case KExpr::Eq: return x == asInt64(b->eval(vars));
+      case KExpr::Ne: return x != asInt64(b->eval(vars));
+      default: return apply(x, asInt64(b->eval(vars)));
+      }
+    }
     int64_t x = intOf(a->eval(vars), aType);
     if (kind == KExpr::Not)
       return x == 0;
@@ -208,13 +224,20 @@ struct IndexOp final : Node {
 
 /// One index of a load: constant + sum of coefficient * variable when the
 /// expression is affine, plus terms coefficient * (a chain of floordiv and
-/// mod by positive constants of one variable: the tile lowering's thread,
+/// mod by positive constants of an affine expression: the lowering's
+/// coordinates of a flat index `bx * 256 + tx`, the tile lowering's thread,
 /// warp and lane coordinates), else a general node.
 struct IndexCalc {
   struct Derived {
-    int slot;
-    int64_t coefficient;
+    int64_t base = 0;                                // the affine expression's constant
+    std::vector<std::pair<int, int64_t>> baseTerms; // and its slots and coefficients
+    int64_t coefficient = 1;
     std::vector<std::pair<bool, int64_t>> steps; // (is mod, constant), innermost first
+    // The last base and its result: inner loops over other variables (a
+    // convolution's taps) repeat the same divisions (the interpreter is
+    // single-threaded).
+    mutable int64_t lastBase = 0, lastResult = 0;
+    mutable bool cached = false;
   };
   int64_t constant = 0;
   std::vector<std::pair<int, int64_t>> terms; // slot, coefficient
@@ -228,10 +251,21 @@ struct IndexCalc {
     for (const auto &[slot, coefficient] : terms)
       value = wrappingAdd(value, wrappingMul(coefficient, vars[slot]));
     for (const Derived &term : derived) {
-      int64_t x = vars[term.slot];
-      for (const auto &[isMod, c] : term.steps)
-        x = isMod ? x - floorDiv(x, c) * c : floorDiv(x, c);
-      value = wrappingAdd(value, wrappingMul(term.coefficient, x));
+      int64_t base = term.base;
+      for (const auto &[slot, coefficient] : term.baseTerms)
+        base = wrappingAdd(base, wrappingMul(coefficient, vars[slot]));
+      if (!term.cached || base != term.lastBase) {
+        int64_t x = base;
+        for (const auto &[isMod, c] : term.steps) { // c > 0: no check needed
+          int64_t q = x / c;
+          q -= (x % c != 0 && x < 0);
+          x = isMod ? x - q * c : q;
+        }
+        term.lastBase = base;
+        term.lastResult = x;
+        term.cached = true;
+      }
+      value = wrappingAdd(value, wrappingMul(term.coefficient, term.lastResult));
     }
     return value;
   }
@@ -418,8 +452,6 @@ inline double applyInteger(Op op, int64_t x, int64_t y, DType resultDType) {
 
 /// A binary operation on float (or bool) operands.
 inline double applyBinary(Op op, double x, double y) {
-  if (std::optional<double> predicate = applyPredicate(op, x, y))
-    return *predicate;
   switch (op) {
   case Op::Add: return x + y;
   case Op::Subtract: return x - y;
@@ -428,7 +460,7 @@ inline double applyBinary(Op op, double x, double y) {
   case Op::Power: return std::pow(x, y);
   case Op::Maximum: return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
   case Op::Minimum: return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
-  default: return 0;
+  default: return applyPredicate(op, x, y).value_or(0);
   }
 }
 
@@ -446,7 +478,7 @@ struct Call final : Node {
     if (integer)
       return applyInteger(op, intOf(x, dtype), b ? intOf(b->eval(vars), dtype) : 0, resultDType);
     double result = b ? applyBinary(op, x, b->eval(vars)) : applyUnary(op, x);
-    return roundTo(result, resultDType);
+    return roundFast(result, resultDType);
   }
   void evalBatch(int64_t *vars, int slot, int64_t n, double *out) const override {
     a->evalBatch(vars, slot, n, out);
@@ -603,8 +635,10 @@ struct Compiler {
     }
     case KExpr::FloorDiv:
     case KExpr::Mod: {
-      // A chain of floordiv / mod by positive constants of a loop variable.
-      IndexCalc::Derived term{0, scale, {}};
+      // A chain of floordiv / mod by positive constants of an affine
+      // expression of the loop variables.
+      IndexCalc::Derived term;
+      term.coefficient = scale;
       const KExpr *at = &e;
       while (at->kind == KExpr::FloorDiv || at->kind == KExpr::Mod) {
         const KExpr &by = *at->args[1];
@@ -613,9 +647,11 @@ struct Compiler {
         term.steps.insert(term.steps.begin(), {at->kind == KExpr::Mod, by.intValue});
         at = at->args[0].get();
       }
-      if (at->kind != KExpr::Var || !slots.count(at->name))
+      IndexCalc base;
+      if (!affine(*at, base, 1) || !base.derived.empty())
         return false;
-      term.slot = slots.lookup(at->name);
+      term.base = base.constant;
+      term.baseTerms = std::move(base.terms);
       out.derived.push_back(std::move(term));
       return true;
     }
@@ -701,6 +737,9 @@ struct Compiler {
         op->bType = e.args[1]->dtype;
         op->b = compile(*e.args[1]);
       }
+      op->allI64 = op->b && op->aType == DType::i64 && op->bType == DType::i64 &&
+                   e.kind != KExpr::And && e.kind != KExpr::Or &&
+                   (op->resultType == DType::i64 || e.isPredicate());
       op->shortCircuit =
           (e.kind == KExpr::And || e.kind == KExpr::Or) && readsBuffer(*e.args[1]);
       return op;

@@ -82,10 +82,6 @@ inline double intValueOf(int64_t value, DType dtype) {
   }
   return roundToDType(double(value), dtype);
 }
-/// `x`, a value of `dtype`, as a number (i64 rounded to the nearest double).
-inline double numericOf(double x, DType dtype) {
-  return dtype == DType::i64 ? double(asInt64(x)) : x;
-}
 
 struct Buffer {
   std::vector<double> data;
@@ -103,8 +99,13 @@ struct Buffer {
 constexpr int64_t kBatch = 256;
 
 struct Node {
+  /// What eval returns (set by Compiler::compile): a consumer reads the
+  /// value in this dtype's representation.
+  DType dtype = DType::i64;
   virtual ~Node() = default;
   virtual double eval(const int64_t *vars) const = 0;
+  /// The value as an integer.
+  int64_t evalInt(const int64_t *vars) const { return intOf(eval(vars), dtype); }
   /// The values for vars[slot] = start, start + 1, ..., start + count - 1
   /// (vars[slot] holds start; count <= kBatch). The default evaluates each
   /// element on its own, which keeps `select` lazy.
@@ -150,13 +151,12 @@ inline int64_t floorDiv(int64_t a, int64_t b) {
 
 struct IndexOp final : Node {
   KExpr::Kind kind;
-  DType aType = DType::i64, bType = DType::i64, resultType = DType::i64;
   bool allI64 = false; // a binary operation on i64 operands (set by the compiler)
   NodePtr a, b;
   mutable double rhs[kBatch];
   bool shortCircuit = false; // `&&`/`||` whose right side loads: stay lazy
 
-  /// The operation on integer operands, as a value of resultType.
+  /// The operation on integer operands, as a value of this node's dtype.
   double apply(int64_t x, int64_t y) const {
     int64_t result = 0;
     switch (kind) {
@@ -177,7 +177,7 @@ struct IndexOp final : Node {
     case KExpr::Or: return x != 0 || y != 0;
     default: return 0;
     }
-    return intValueOf(result, resultType);
+    return intValueOf(result, dtype);
   }
   /// Both operands are evaluated as batches, unless `&&`/`||` has a right
   /// side that reads a buffer (a guard such as `i < n && %idx[i] > 0` must
@@ -188,37 +188,24 @@ struct IndexOp final : Node {
     a->evalBatch(vars, slot, count, out);
     if (kind == KExpr::Not) {
       for (int64_t t = 0; t < count; ++t)
-        out[t] = intOf(out[t], aType) == 0;
+        out[t] = intOf(out[t], a->dtype) == 0;
       return;
     }
     b->evalBatch(vars, slot, count, rhs);
     for (int64_t t = 0; t < count; ++t)
-      out[t] = apply(intOf(out[t], aType), intOf(rhs[t], bType));
+      out[t] = apply(intOf(out[t], a->dtype), intOf(rhs[t], b->dtype));
   }
   double eval(const int64_t *vars) const override {
-    if (allI64) { // index arithmetic, the lowered loops' hot path
-      int64_t x = asInt64(a->eval(vars));
-      switch (kind) {
-      case KExpr::Add: return fromInt64(wrappingAdd(x, asInt64(b->eval(vars))));
-      case KExpr::Sub: return fromInt64(wrappingSub(x, asInt64(b->eval(vars))));
-      case KExpr::Mul: return fromInt64(wrappingMul(x, asInt64(b->eval(vars))));
-      case KExpr::Lt: return x < asInt64(b->eval(vars));
-      case KExpr::Le: return x <= asInt64(b->eval(vars));
-      case KExpr::Gt: return x > asInt64(b->eval(vars));
-      case KExpr::Ge: return x >= asInt64(b->eval(vars));
-      case KExpr::Eq: return x == asInt64(b->eval(vars));
-      case KExpr::Ne: return x != asInt64(b->eval(vars));
-      default: return apply(x, asInt64(b->eval(vars)));
-      }
-    }
-    int64_t x = intOf(a->eval(vars), aType);
+    if (allI64) // index arithmetic, the lowered loops' hot path
+      return apply(asInt64(a->eval(vars)), asInt64(b->eval(vars)));
+    int64_t x = a->evalInt(vars);
     if (kind == KExpr::Not)
       return x == 0;
     if (kind == KExpr::And && x == 0) // short-circuit
       return 0;
     if (kind == KExpr::Or && x != 0)
       return 1;
-    return apply(x, intOf(b->eval(vars), bType));
+    return apply(x, b->evalInt(vars));
   }
 };
 
@@ -242,11 +229,10 @@ struct IndexCalc {
   int64_t constant = 0;
   std::vector<std::pair<int, int64_t>> terms; // slot, coefficient
   std::vector<Derived> derived;
-  NodePtr general;
-  DType generalType = DType::i64; // an index loaded from an i32 buffer is i32
+  NodePtr general; // its dtype may be i32 (an index loaded from an i32 buffer)
   int64_t eval(const int64_t *vars) const {
     if (general)
-      return intOf(general->eval(vars), generalType);
+      return general->evalInt(vars);
     int64_t value = constant;
     for (const auto &[slot, coefficient] : terms)
       value = wrappingAdd(value, wrappingMul(coefficient, vars[slot]));
@@ -466,9 +452,7 @@ inline double applyBinary(Op op, double x, double y) {
 
 struct Call final : Node {
   Op op;
-  DType dtype;       // the operation's dtype (operands' for comparisons)
-  DType resultDType; // what the result is rounded to
-  bool integer = false; // integer operands: exact int64 arithmetic
+  bool integer = false; // integer operands (a's dtype): exact int64 arithmetic
   NodePtr a, b;
   int64_t *count;
   mutable double scratch[kBatch];
@@ -476,9 +460,9 @@ struct Call final : Node {
     ++*count;
     double x = a->eval(vars);
     if (integer)
-      return applyInteger(op, intOf(x, dtype), b ? intOf(b->eval(vars), dtype) : 0, resultDType);
+      return applyInteger(op, intOf(x, a->dtype), b ? b->evalInt(vars) : 0, dtype);
     double result = b ? applyBinary(op, x, b->eval(vars)) : applyUnary(op, x);
-    return roundFast(result, resultDType);
+    return roundFast(result, dtype);
   }
   void evalBatch(int64_t *vars, int slot, int64_t n, double *out) const override {
     a->evalBatch(vars, slot, n, out);
@@ -487,8 +471,8 @@ struct Call final : Node {
     *count += n;
     if (integer) {
       for (int64_t t = 0; t < n; ++t)
-        out[t] = applyInteger(op, intOf(out[t], dtype), b ? intOf(scratch[t], dtype) : 0,
-                              resultDType);
+        out[t] = applyInteger(op, intOf(out[t], a->dtype), b ? intOf(scratch[t], b->dtype) : 0,
+                              dtype);
       return;
     }
     if (b) {
@@ -514,24 +498,24 @@ struct Call final : Node {
       for (int64_t t = 0; t < n; ++t)
         out[t] = applyUnary(op, out[t]);
     }
-    roundBatch(out, n, resultDType);
+    roundBatch(out, n, dtype);
   }
 };
 
+/// `a` converted to this node's dtype.
 struct Cast final : Node {
   NodePtr a;
-  DType from, dtype;
   double eval(const int64_t *vars) const override {
-    return convertValue(a->eval(vars), from, dtype);
+    return convertValue(a->eval(vars), a->dtype, dtype);
   }
   void evalBatch(int64_t *vars, int slot, int64_t n, double *out) const override {
     a->evalBatch(vars, slot, n, out);
-    if (from == dtype)
+    if (a->dtype == dtype)
       return;
-    if (from != DType::i64)
+    if (a->dtype != DType::i64)
       return roundBatch(out, n, dtype);
     for (int64_t t = 0; t < n; ++t)
-      out[t] = convertValue(out[t], from, dtype);
+      out[t] = convertValue(out[t], a->dtype, dtype);
   }
 };
 
@@ -596,7 +580,6 @@ struct Compiler {
       if (!affine(*index, calc, 1)) {
         calc = IndexCalc();
         calc.general = compile(*index);
-        calc.generalType = index->dtype;
       }
       calcs.push_back(std::move(calc));
     }
@@ -667,12 +650,17 @@ struct Compiler {
       return compile(e);
     auto cast = std::make_unique<Cast>();
     cast->a = compile(e);
-    cast->from = e.dtype;
     cast->dtype = dtype;
     return cast;
   }
 
   NodePtr compile(const KExpr &e) {
+    NodePtr node = compileNode(e);
+    node->dtype = e.dtype;
+    return node;
+  }
+
+  NodePtr compileNode(const KExpr &e) {
     switch (e.kind) {
     case KExpr::IntConst:
       return std::make_unique<Const>(intValueOf(e.intValue, e.dtype));
@@ -704,9 +692,7 @@ struct Compiler {
     case KExpr::Call: {
       auto call = std::make_unique<Call>();
       call->op = opTable().lookup(e.name);
-      call->dtype = e.args[0]->dtype;
-      call->resultDType = e.dtype;
-      call->integer = isIntDType(call->dtype);
+      call->integer = isIntDType(e.args[0]->dtype);
       call->a = compile(*e.args[0]);
       if (e.args.size() > 1)
         call->b = compile(*e.args[1]);
@@ -716,8 +702,6 @@ struct Compiler {
     case KExpr::Cast: {
       auto cast = std::make_unique<Cast>();
       cast->a = compile(*e.args[0]);
-      cast->from = e.args[0]->dtype;
-      cast->dtype = e.dtype;
       return cast;
     }
     case KExpr::Select: {
@@ -730,16 +714,12 @@ struct Compiler {
     default: {
       auto op = std::make_unique<IndexOp>();
       op->kind = e.kind;
-      op->resultType = e.dtype;
-      op->aType = e.args[0]->dtype;
       op->a = compile(*e.args[0]);
-      if (e.args.size() > 1) {
-        op->bType = e.args[1]->dtype;
+      if (e.args.size() > 1)
         op->b = compile(*e.args[1]);
-      }
-      op->allI64 = op->b && op->aType == DType::i64 && op->bType == DType::i64 &&
+      op->allI64 = op->b && op->a->dtype == DType::i64 && op->b->dtype == DType::i64 &&
                    e.kind != KExpr::And && e.kind != KExpr::Or &&
-                   (op->resultType == DType::i64 || e.isPredicate());
+                   (e.dtype == DType::i64 || e.isPredicate());
       op->shortCircuit =
           (e.kind == KExpr::And || e.kind == KExpr::Or) && readsBuffer(*e.args[1]);
       return op;

@@ -33,12 +33,9 @@ double exec::roundTo(double value, DType dtype) {
   case DType::boolean:
     return value != 0 ? 1 : 0;
   case DType::i8:
-  case DType::i32: {
-    uint64_t bits = static_cast<uint64_t>(wrapToInt64(value));
-    return dtype == DType::i8 ? double(int8_t(bits)) : double(int32_t(bits));
-  }
-  case DType::i64:
-    return fromInt64(wrapToInt64(value)); // modulo 2^64, as two's complement
+  case DType::i32:
+  case DType::i64: // truncated, then modulo 2^64 and the dtype's width
+    return intValueOf(wrapToInt64(value), dtype);
   }
   return value;
 }

@@ -72,10 +72,9 @@ static int64_t tripCount(int64_t count, const char *what) {
 struct ForLoop final : Stmt {
   int slot;
   NodePtr extent;
-  DType extentDType;
   StmtPtr body;
   void exec(int64_t *vars) override {
-    int64_t trips = tripCount(intOf(extent->eval(vars), extentDType), "a loop");
+    int64_t trips = tripCount(extent->evalInt(vars), "a loop");
     for (int64_t i = 0; i < trips; ++i) {
       vars[slot] = i;
       body->exec(vars);
@@ -98,7 +97,6 @@ struct StoreTo final : Stmt {
   Buffer *buffer;
   std::vector<IndexCalc> indices;
   NodePtr value;
-  DType valueDType;
   int64_t *bytesWritten;
   int64_t elementBytes;
   int laneSlot = -1;
@@ -110,7 +108,7 @@ struct StoreTo final : Stmt {
     if (vectorWidth && vars[laneSlot] == 0 && offset % vectorWidth != 0)
       throw ExecError{"misaligned vector store to %" + buffer->name + " at element " +
                       std::to_string(offset)};
-    buffer->data[offset] = convertValue(result, valueDType, buffer->dtype);
+    buffer->data[offset] = convertValue(result, value->dtype, buffer->dtype);
     if (buffer->global && !(uniformInLane && vars[laneSlot] != 0))
       *bytesWritten += elementBytes;
   }
@@ -234,13 +232,12 @@ struct AsyncCopy final : Stmt {
   Buffer *dst, *src;
   std::vector<IndexCalc> dstIndices, srcIndices;
   NodePtr valid;
-  DType validDType;
   int64_t width, elementBytes;
   int threadSlot;
   int64_t *bytesRead;
   AsyncState *state;
   void exec(int64_t *vars) override {
-    int64_t count = intOf(valid->eval(vars), validDType);
+    int64_t count = valid->evalInt(vars);
     if (count < 0 || count > width)
       throw ExecError{"async_copy into %" + dst->name + " reads " + std::to_string(count) +
                       " elements; it copies " + std::to_string(width)};
@@ -361,7 +358,6 @@ public:
       copy->dstIndices = compiler.compileIndices(stmt.indices);
       copy->srcIndices = compiler.compileIndices(stmt.value->args);
       copy->valid = compiler.compile(*stmt.extent);
-      copy->validDType = stmt.extent->dtype;
       copy->width = stmt.count;
       copy->elementBytes = dtypeBytes(copy->src->dtype);
       copy->threadSlot = threadSlot;
@@ -383,7 +379,6 @@ public:
     case LStmt::For: {
       auto loop = std::make_unique<ForLoop>();
       loop->extent = compiler.compile(*stmt.extent);
-      loop->extentDType = stmt.extent->dtype;
       loop->slot = newSlot(stmt.var);
       bool vector = stmt.loopKind == LStmt::Vector;
       if (vector) {
@@ -408,7 +403,6 @@ public:
       store->buffer = compiler.buffers.lookup(stmt.buffer);
       store->indices = compiler.compileIndices(stmt.indices);
       store->value = compiler.compile(*stmt.value);
-      store->valueDType = stmt.value->dtype;
       store->bytesWritten = &compiler.counters.bytesWritten;
       store->elementBytes = dtypeBytes(store->buffer->dtype);
       if (compiler.laneSlot >= 0) {
@@ -473,7 +467,7 @@ void exec::runLaunches(const Kernel &kernel, Compiler &compiler) {
     StmtPtr body = launchCompiler.compileList(launch.body);
     std::vector<int64_t> vars(launchCompiler.slotCount + 1, 0);
     int64_t blocks =
-        tripCount(intOf(gridSize->eval(vars.data()), launch.gridSize->dtype), "a grid");
+        tripCount(gridSize->evalInt(vars.data()), "a grid");
     if (blocks <= 0)
       continue;
     ++compiler.counters.launches;

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/IR/Kernel.h"
+#include "fusec/IR/Ops.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -94,6 +95,17 @@ KExprPtr KExpr::select(KExprPtr cond, KExprPtr a, KExprPtr b) {
   e->dtype = isIntDType(a->dtype) && b->dtype == DType::i64 ? DType::i64 : a->dtype;
   e->args = {std::move(cond), std::move(a), std::move(b)};
   return e;
+}
+
+double fusec::combinerIdentity(llvm::StringRef combiner, DType dtype) {
+  return combiner == "multiply" ? 1.0
+         : combiner == "max"    ? lowestValue(dtype)
+         : combiner == "min"    ? highestValue(dtype)
+                                : 0.0;
+}
+
+KExprPtr KStage::identityLiteral() const {
+  return KExpr::literal(combinerIdentity(combiner, accumulate), accumulate);
 }
 
 bool fusec::equalExprs(const KExpr &a, const KExpr &b) {

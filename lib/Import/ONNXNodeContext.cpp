@@ -215,17 +215,19 @@ const onnx::GraphProto *NodeContext::attrGraph(llvm::StringRef name) {
 }
 
 bool NodeContext::forward(size_t i, const std::string &source) {
-  if (importer.shapes.count(source))
-    defineShape(i, importer.shapes[source]);
-  if (importer.constants.count(source)) {
-    importer.constants[node.output(int(i))] = importer.constants[source];
-    return true;
-  }
-  if (importer.shapes.count(source))
+  // A name may be a shape value and a constant at once; both carry over.
+  auto shape = importer.shapes.find(source);
+  auto constant = importer.constants.find(source);
+  if (shape != importer.shapes.end())
+    defineShape(i, shape->second);
+  if (constant != importer.constants.end())
+    importer.constants[node.output(int(i))] = constant->second;
+  if (shape != importer.shapes.end() || constant != importer.constants.end())
     return true;
   auto value = importer.values.find(source);
   if (value == importer.values.end())
-    return fail("'" + source + "' is not defined");
+    return fail("'" + source + "' is not defined by an earlier node, an initializer or a graph "
+                "input");
   define(i, value->second);
   return true;
 }

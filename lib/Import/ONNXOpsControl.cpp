@@ -2,9 +2,11 @@
 //
 // If whose condition folds to a constant: the branch it takes is imported
 // in place, and the If's outputs are that branch's outputs. PyTorch writes
-// such Ifs for shape checks, e.g. `x.squeeze(1)` from opset 11 becomes
-// `If(Equal(Gather(Shape(x), 1), 1))` with a Squeeze in one branch and an
-// Identity in the other; with static shapes the condition folds.
+// such Ifs for shape checks it cannot settle at export: `x.squeeze(1)` on a
+// dim of unknown size (inside LocalResponseNorm's decomposition, or on a
+// dynamic axis) becomes `If(Equal(Gather(Shape(x), 1), 1))` with a Squeeze
+// in one branch and an Identity in the other; with static shapes (or the
+// dim fixed by --dim) the condition folds.
 //   1. The condition (input 0) must be one bool that is a constant after
 //      folding; a condition computed at run time is rejected: FIR has no
 //      control flow in a dataflow block.
@@ -39,11 +41,7 @@ public:
   }
   ~BranchScope() {
     for (const Saved &entry : saved) {
-      importer.values.erase(entry.name);
-      importer.constants.erase(entry.name);
-      importer.shapes.erase(entry.name);
-      importer.unsignedBytes.erase(entry.name);
-      importer.quantized.erase(entry.name);
+      forget(importer, entry.name);
       if (entry.value)
         importer.values[entry.name] = entry.value;
       if (entry.constant)
@@ -55,6 +53,14 @@ public:
       if (entry.quantized)
         importer.quantized.insert(entry.name);
     }
+  }
+  /// Drops everything `name` holds in the importer.
+  static void forget(Importer &importer, const std::string &name) {
+    importer.values.erase(name);
+    importer.constants.erase(name);
+    importer.shapes.erase(name);
+    importer.unsignedBytes.erase(name);
+    importer.quantized.erase(name);
   }
   bool defines(const std::string &name) const {
     return llvm::any_of(saved, [&](const Saved &entry) { return entry.name == name; });
@@ -122,10 +128,7 @@ static bool convertIf(NodeContext &c) {
       return c.fail("initializer '" + tensor.name() + "' of the branch: " + error);
     // A branch initializer shadows an outer name of its own (the scope puts
     // the outer one back).
-    c.importer.values.erase(tensor.name());
-    c.importer.shapes.erase(tensor.name());
-    c.importer.unsignedBytes.erase(tensor.name());
-    c.importer.quantized.erase(tensor.name());
+    BranchScope::forget(c.importer, tensor.name());
     c.importer.constants[tensor.name()] = tensorData;
   }
   for (const onnx::NodeProto &node : branch.node())

@@ -376,10 +376,7 @@ static bool convertWhere(NodeContext &c) {
 }
 
 static bool convertIdentity(NodeContext &c) {
-  if (!c.hasInput(0))
-    return c.fail("input 0 is missing");
-  if (!c.constant(0) && !c.shapeValue(0) && !c.input(0))
-    return false;
+  c.ignoreInput(0); // read by forward (the schema check made sure it is given)
   return c.forward(0, c.node.input(0));
 }
 

@@ -25,8 +25,6 @@
 #include "LowerKernel.h"
 
 #include <cctype>
-#include <climits>
-#include <cmath>
 #include <set>
 
 using namespace fusec;
@@ -161,25 +159,6 @@ KExprPtr KernelLowering::lowerValue(const KStage &stage,
   });
 }
 
-/// The value `stage`'s combiner leaves unchanged. A reduction split across
-/// threads starts every partial but thread 0's from it, so the stage's
-/// init counts once (`init 5.0` is not added by each of 32 lanes).
-static KExprPtr combinerIdentity(const KStage &stage) {
-  DType dtype = stage.accumulate;
-  if (stage.combiner == "add")
-    return KExpr::literal(0, dtype);
-  if (stage.combiner == "multiply")
-    return KExpr::literal(1, dtype);
-  bool isMax = stage.combiner == "max";
-  if (isIntDType(dtype)) {
-    int64_t highest = dtype == DType::i8 ? INT8_MAX : dtype == DType::i32 ? INT32_MAX : INT64_MAX;
-    return KExpr::intLiteral(isMax ? -highest - 1 : highest, dtype);
-  }
-  if (dtype == DType::boolean)
-    return KExpr::literal(isMax ? 0 : 1, dtype);
-  return KExpr::literal(isMax ? -INFINITY : INFINITY, dtype);
-}
-
 std::string KernelLowering::emitSerialReduction(const KStage &stage,
                                                 std::map<std::string, KExprPtr> bindings,
                                                 std::vector<LStmt> &out, bool &ok) {
@@ -290,7 +269,9 @@ bool KernelLowering::emitBlockReduction(const KStage &stage,
   fold.push_back(store(acc, {cnst(0)}, combine(stage, acc, value)));
   bool exact = total->kind == KExpr::IntConst && total->intValue % threads == 0;
   std::vector<LStmt> partial;
-  KExprPtr init = stage.initLiteral(), identity = combinerIdentity(stage);
+  // Thread 0 starts from the init, the others from the combiner's identity,
+  // so the init counts once (`init 5.0` is not added by each of 32 lanes).
+  KExprPtr init = stage.initLiteral(), identity = stage.identityLiteral();
   if (!equalExprs(*init, *identity))
     init = KExpr::select(KExpr::binary(KExpr::Eq, tx, cnst(0)), init, identity);
   partial.push_back(store(acc, {cnst(0)}, init));

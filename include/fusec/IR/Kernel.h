@@ -104,6 +104,11 @@ struct KBuffer {
   llvm::SMLoc loc;
 };
 
+/// The value reduction combiner `combiner` (add, multiply, max, min) leaves
+/// unchanged in `dtype`, a reduction's usual init (INT64_MAX as the double
+/// 2^63, which KStage::setInit and KExpr::literal read back exactly).
+double combinerIdentity(llvm::StringRef combiner, DType dtype);
+
 struct KStage {
   std::string buffer; // the buffer written
   std::vector<std::string> spatialVars;
@@ -128,6 +133,8 @@ struct KStage {
     return isIntDType(accumulate) ? KExpr::intLiteral(intInit, accumulate)
                                   : KExpr::literal(init, accumulate);
   }
+  /// The combiner's identity as a literal of the accumulation dtype.
+  KExprPtr identityLiteral() const;
 };
 
 //===----------------------------------------------------------------------===//

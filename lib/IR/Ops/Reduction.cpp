@@ -145,8 +145,7 @@ static void legalizeReduce(KernelBuilder &b) {
   KExprPtr value = b.load(0, ix.inputIndices);
   std::string combiner = op == "prod" ? "multiply" : op == "max" ? "max"
                          : op == "min" ? "min" : "add";
-  double init = combiner == "multiply" ? 1.0 : combiner == "max" ? lowestValue(dtype)
-                : combiner == "min" ? highestValue(dtype) : 0.0;
+  double init = combinerIdentity(combiner, dtype);
   if (op != "mean") {
     b.addReduction(b.outputName(0), ix.outVars, combiner, ix.reduceVars, init, acc, value);
     return;

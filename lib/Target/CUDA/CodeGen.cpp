@@ -142,6 +142,16 @@ std::string toStorage(const std::string &x, DType dtype) {
   }
 }
 
+/// An integer constant in C: `LL` where `wide` (an i64, or beyond int's
+/// range); -2^63 as an expression, since `-9223372036854775808LL` negates
+/// a literal nvcc reads as unsigned.
+std::string intLiteral(int64_t value, bool wide) {
+  if (value == INT64_MIN)
+    return "(-9223372036854775807LL - 1)";
+  wide |= value > INT32_MAX || value < INT32_MIN;
+  return std::to_string(value) + (wide ? "LL" : "");
+}
+
 std::string floatLiteral(double value) {
   if (std::isnan(value))
     return "FC_NAN";
@@ -266,10 +276,7 @@ std::string KernelEmitter::offset(const std::string &buffer,
 std::string KernelEmitter::index(const KExpr &e) {
   switch (e.kind) {
   case KExpr::IntConst: // operands of 64-bit variables: plain ints promote
-    if (e.intValue == INT64_MIN) // -9223372036854775808LL is unsigned to nvcc
-      return "(-9223372036854775807LL - 1)";
-    return std::to_string(e.intValue) +
-           (e.intValue > INT32_MAX || e.intValue < INT32_MIN ? "LL" : "");
+    return intLiteral(e.intValue, false);
   case KExpr::Var:
     return varName(e.name);
   case KExpr::Load:
@@ -318,10 +325,8 @@ std::string KernelEmitter::value(const KExpr &e) {
       return e.floatValue != 0 ? "true" : "false";
     if (isFloat(e.dtype))
       return floatLiteral(e.floatValue);
-    if (e.intValue == INT64_MIN) // -9223372036854775808LL is not a literal
-      return "(-9223372036854775807LL - 1)";
-    return e.dtype == DType::i64 ? "(" + std::to_string(e.intValue) + "LL)"
-                                 : "(" + std::to_string(e.intValue) + ")";
+    return e.intValue == INT64_MIN ? intLiteral(e.intValue, true) // parenthesized already
+                                   : "(" + intLiteral(e.intValue, e.dtype == DType::i64) + ")";
   case KExpr::Load: {
     auto lane = laneLoads.find(&e);
     if (lane != laneLoads.end())

@@ -327,8 +327,9 @@ rows = np.array([[-inf, -inf, -inf], [inf, 1, 2], [1, 2, 3], [inf, inf, 0]], np.
 check("reducelogsumexp_inf", "ReduceLogSumExp", rows, [], {"axes": [1], "keepdims": 0},
       np.array([-inf, inf, np.log(np.exp([1, 2, 3]).sum()), inf], np.float32))
 # If on a condition that folds at import: PyTorch's `x.squeeze(1)` from
-# opset 11 (squeeze only when the dim is 1), the branch taken imported in
-# place; with a nested If in the taken branch.
+# opset 11 on a dim whose size it did not know at export (squeeze only when
+# the dim is 1), the branch taken imported in place; with a nested If in the
+# taken branch.
 def squeeze_if(name, inner=None):
     then_nodes = [helper.make_node("Constant", [], [name + "_axes"],
                                    value=numpy_helper.from_array(np.int64([1]))),
@@ -400,9 +401,11 @@ def scatter_nd_ref(data, indices, updates, reduction="none"):
 box = rng.standard_normal((1, 3, 4, 6)).astype(np.float32)
 slice_idx = np.stack(np.meshgrid(*[np.arange(n) for n in (1, 3, 4, 2)], indexing="ij"), -1)
 slice_upd = (rng.standard_normal((1, 3, 4, 2))).astype(np.float32)
-check("scatternd_slice_assign", "ScatterND", box,
-      [("i", slice_idx.astype(np.int64)), ("u", slice_upd)], {},
-      scatter_nd_ref(box, slice_idx, slice_upd))
+run_model("scatternd_slice_assign", [helper.make_node("ScatterND", ["x", "i", "u"], ["y"])], box,
+          [numpy_helper.from_array(slice_idx.astype(np.int64), "i"),
+           numpy_helper.from_array(slice_upd, "u")],
+          scatter_nd_ref(box, slice_idx, slice_upd),
+          suffix=lambda fir: " (%d launches)" % open(fir).read().count("launch grid"))
 rows_idx = np.int64([[2], [-3]])
 rows_upd = rng.standard_normal((2, 6)).astype(np.float32)
 grid = rng.standard_normal((4, 6)).astype(np.float32)

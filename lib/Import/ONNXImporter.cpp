@@ -311,7 +311,12 @@ bool Importer::importNode(const onnx::NodeProto &node) {
   if (opset < 7 && (node.op_type() == "BatchNormalization" || node.op_type() == "Dropout"))
     context.attrInt("is_test", 0);
   size_t firstNew = block->bindings.size();
-  if (!converter->second(context) || !error.empty())
+  bool groupedInput = llvm::any_of(node.input(), [&](const std::string &name) {
+    return groupedRuns.count(name) != 0;
+  });
+  bool converted = groupedInput ? convertGroupedNode(context, converter->second)
+                                : converter->second(context);
+  if (!converted || !error.empty())
     return context.fail("cannot be converted");
   foldNodeOnConstants(*this, context, firstNew);
   for (const onnx::AttributeProto &attr : node.attribute())
@@ -407,6 +412,24 @@ bool Importer::run(const onnx::ModelProto &model) {
                      "' is a quantized (uint8 or int8) tensor, which fusec does not return; "
                      "a DequantizeLinear of it can be",
              false;
+    if (auto runs = groupedRuns.find(output.name()); runs != groupedRuns.end()) {
+      const Shape &fir = values[output.name()]->type.getShape();
+      std::string dims, symbol;
+      size_t axis = 0;
+      for (int64_t run : runs->second) {
+        std::vector<SymbolicSize> factors;
+        for (int64_t k = 0; k < run; ++k)
+          factors.push_back(SymbolicSize::of(fir[axis++]));
+        SymbolicSize dim = *productOf(factors);
+        dims += (dims.empty() ? "" : ", ") + dim.str();
+        if (run > 1 && symbol.empty())
+          symbol = dim.symbols[0];
+      }
+      return error = "graph output '" + output.name() + "' has the shape [" + dims +
+                     "], whose products of symbolic dims a FIR type cannot hold (--dim " +
+                     symbol + "=SIZE fixes its size)",
+             false;
+    }
     Value *value = nullptr;
     if (values.count(output.name()))
       value = values[output.name()];

@@ -32,17 +32,53 @@
 
 namespace fusec::onnximport {
 
+/// A size in a shape computation: symbolic dims times a static factor
+/// (`batch`, `batch * 4`, `seq * batch`). A FIR dim is a size or one name,
+/// so a product reaches the program only as a grouped value (below).
+struct SymbolicSize {
+  int64_t size = 0; // the static factor; the size when static
+  /// In the order the product was formed (which a grouped value's axes
+  /// keep); empty when static.
+  std::vector<std::string> symbols;
+
+  static SymbolicSize of(int64_t size) { return SymbolicSize{size, {}}; }
+  static SymbolicSize of(const Dim &dim);
+  bool isStatic() const { return symbols.empty(); }
+  bool isSymbolic() const { return !symbols.empty(); }
+  /// The FIR dim it is: a size, or one name (factor 1); nullopt for a
+  /// product.
+  std::optional<Dim> asDim() const;
+  /// `batch * 4`.
+  std::string str() const;
+  /// The same size, whatever the order of the names.
+  bool operator==(const SymbolicSize &other) const;
+  bool operator!=(const SymbolicSize &other) const { return !(*this == other); }
+};
+/// The product of `dims`, or nullopt when it overflows int64.
+std::optional<SymbolicSize> productOf(const std::vector<SymbolicSize> &dims);
+/// x / y when the quotient is again a size (y's names among x's, its
+/// factor dividing x's); nullopt otherwise.
+std::optional<SymbolicSize> quotientOf(const SymbolicSize &x, const SymbolicSize &y);
+
 /// A shape value: int64 elements that are sizes, static or symbolic.
 struct ShapeValue {
-  std::vector<Dim> elements;
+  std::vector<SymbolicSize> elements;
   bool scalar = false; // a 0-d tensor (one element)
   /// The integer dtype it materializes as: i64 (Shape's), or a constant's
   /// own (an i8 or i32 constant folds as shape arithmetic only when i64).
   DType dtype = DType::i64;
   bool isStatic() const;
-  /// The first symbolic element, or null.
-  const Dim *firstSymbolic() const;
+  /// The first symbolic dim name among the elements, or null.
+  const std::string *firstSymbol() const;
 };
+
+/// A grouped value: an ONNX tensor some of whose dims are products of
+/// symbolic dims (`batch * heads`, `batch * seq`), which no FIR type can
+/// hold. It is a FIR tensor in which such a dim is split into its factors
+/// (`[seq, batch, 4, 8]` for ONNX's `[seq, batch * 4, 8]`), in the same
+/// row-major element order; runs[d] counts the FIR axes of ONNX dim d.
+/// Only the operators of ONNXGrouped.cpp read one.
+using AxisRuns = std::vector<int64_t>;
 
 class Importer;
 
@@ -72,6 +108,14 @@ public:
   const Type *typeOf(size_t i) const;
   /// The shape of input `i`, a value or a constant; nullopt otherwise.
   std::optional<Shape> inputShape(size_t i) const;
+  /// The axis runs of input `i` when it is a grouped value, else null.
+  const AxisRuns *runsOf(size_t i) const;
+  /// Input `i`'s ONNX dims: those of a value (grouped or not) or a
+  /// constant; nullopt otherwise.
+  std::optional<std::vector<SymbolicSize>> onnxDims(size_t i) const;
+  /// Input `i` reads as `value` for the rest of this conversion (a grouped
+  /// operand aligned with another); no longer a constant or shape value.
+  void substitute(size_t i, Value *value) { substitutes[i] = value; }
 
   /// Attributes; each read marks the attribute as understood (the importer
   /// rejects a node with an attribute no converter read).
@@ -110,6 +154,9 @@ public:
   void define(size_t i, Value *value);
   void defineConstant(size_t i, TensorData data);
   void defineShape(size_t i, ShapeValue shape);
+  /// Output `i` is `value` grouped by `runs` (a plain value when every
+  /// run is 1).
+  void defineGrouped(size_t i, Value *value, AxisRuns runs);
   size_t numOutputs() const { return node.output_size(); }
   bool hasOutput(size_t i) const;
 
@@ -124,6 +171,7 @@ private:
                                         onnx::AttributeProto::AttributeType kind);
   std::set<std::string> used;
   mutable std::vector<bool> inputsRead;
+  std::map<size_t, Value *> substitutes;
 };
 
 using ConvertFn = bool (*)(NodeContext &);
@@ -132,9 +180,19 @@ struct OpConverter {
   ConvertFn convert;
 };
 /// Shape-value folds (ONNXShapeFold.cpp); each returns false when it does
-/// not apply (or after an error): Add/Sub/Mul/Div of static int shape
-/// values, Equal and Where on shape values with a symbolic dim.
+/// not apply (or after an error): Add/Sub/Mul/Div of int64 shape values
+/// (static, or products of symbolic dims), Equal and Where on shape values
+/// with a symbolic dim.
 bool foldShapeArithmetic(NodeContext &c, llvm::StringRef op);
+/// Output 0 is input 0 reshaped to the ONNX sizes `target`, in which 0
+/// (unless `allowZero`) and -1 are still to be resolved; a grouped value
+/// when a size is a product of symbolic dims (ONNXGrouped.cpp).
+bool defineReshape(NodeContext &c, std::vector<SymbolicSize> target, bool allowZero);
+/// Converts a node with a grouped input through `convert` where the
+/// operator allows it: elementwise operators, reductions and
+/// normalizations over plain dims, MatMul, Gemm, Transpose, Reshape,
+/// Flatten, Shape; otherwise reports why not (ONNXGrouped.cpp).
+bool convertGroupedNode(NodeContext &c, bool (*convert)(NodeContext &));
 bool foldSymbolicEqual(NodeContext &c);
 bool foldSymbolicWhere(NodeContext &c);
 
@@ -244,6 +302,8 @@ public:
   std::map<std::string, Value *> values;
   std::map<std::string, std::shared_ptr<TensorData>> constants;
   std::map<std::string, ShapeValue> shapes;
+  /// The runs of the values (in `values`) that are grouped.
+  std::map<std::string, AxisRuns> groupedRuns;
   std::set<std::string> takenNames;
   /// uint8 constants (read widened to i32) and QuantizeLinear's results
   /// (quantized integers in a float type): only the QDQ operators may read
@@ -284,6 +344,10 @@ inline bool isInt64Value(double value) {
 }
 /// `[1, 2, 3]` as an attribute.
 Attr makeIntList(const std::vector<int64_t> &values);
+/// `sizes` as FIR dims; a product of symbolic dims is an error naming
+/// `what` (a FIR dim is a size or one name).
+std::optional<std::vector<Dim>> firDims(NodeContext &c, const std::vector<SymbolicSize> &sizes,
+                                        const std::string &what);
 /// A shape attribute: ints, and symbolic dims by name (`[batch, -1]`).
 Attr makeShapeList(const std::vector<Dim> &dims);
 /// Normalizes `axis` against `rank` (negative counts from the end).

@@ -44,6 +44,8 @@ Value *NodeContext::input(size_t i) {
     fail("input " + llvm::Twine(i) + " is missing");
     return nullptr;
   }
+  if (auto substitute = substitutes.find(i); substitute != substitutes.end())
+    return substitute->second;
   const std::string &name = node.input(int(i));
   auto found = importer.values.find(name);
   if (found != importer.values.end())
@@ -52,11 +54,11 @@ Value *NodeContext::input(size_t i) {
     return importer.materialize(name);
   auto shape = importer.shapes.find(name);
   if (shape != importer.shapes.end())
-    if (const Dim *dim = shape->second.firstSymbolic()) {
+    if (const std::string *symbol = shape->second.firstSymbol()) {
       fail("input '" + name + "' is a shape computation involving the symbolic dim '" +
-           dim->symbol + "'; only shape inputs (Reshape, Expand) may use it, as a dim of "
+           *symbol + "'; only shape inputs (Reshape, Expand) may use it, as a dim of "
            "fusec's types is a size or one name, never an expression (--dim " +
-           dim->symbol + "=SIZE fixes its size)");
+           *symbol + "=SIZE fixes its size)");
       return nullptr;
     }
   fail("input '" + name + "' is not defined by an earlier node, an initializer or a graph input");
@@ -64,14 +66,14 @@ Value *NodeContext::input(size_t i) {
 }
 
 const TensorData *NodeContext::constant(size_t i) const {
-  if (!hasInput(i))
+  if (!hasInput(i) || substitutes.count(i))
     return nullptr;
   auto found = importer.constants.find(node.input(int(i)));
   return found == importer.constants.end() ? nullptr : found->second.get();
 }
 
 std::optional<ShapeValue> NodeContext::shapeValue(size_t i) const {
-  if (!hasInput(i))
+  if (!hasInput(i) || substitutes.count(i))
     return std::nullopt;
   auto found = importer.shapes.find(node.input(int(i)));
   if (found != importer.shapes.end())
@@ -83,9 +85,9 @@ std::optional<ShapeValue> NodeContext::shapeValue(size_t i) const {
 
 std::optional<std::vector<int64_t>> NodeContext::ints(size_t i, const char *what) {
   std::optional<ShapeValue> shape = shapeValue(i);
-  if (const Dim *dim = shape ? shape->firstSymbolic() : nullptr) {
+  if (const std::string *symbol = shape ? shape->firstSymbol() : nullptr) {
     fail(llvm::Twine(what) + " (input " + llvm::Twine(i) + ") involves the symbolic dim '" +
-         dim->symbol + "', but must be constant here (--dim " + dim->symbol +
+         *symbol + "', but must be constant here (--dim " + *symbol +
          "=SIZE fixes its size)");
     return std::nullopt;
   }
@@ -95,7 +97,7 @@ std::optional<std::vector<int64_t>> NodeContext::ints(size_t i, const char *what
     return std::nullopt;
   }
   std::vector<int64_t> values;
-  for (const Dim &dim : shape->elements)
+  for (const SymbolicSize &dim : shape->elements)
     values.push_back(dim.size);
   return values;
 }
@@ -103,6 +105,8 @@ std::optional<std::vector<int64_t>> NodeContext::ints(size_t i, const char *what
 const Type *NodeContext::typeOf(size_t i) const {
   if (!hasInput(i))
     return nullptr;
+  if (auto substitute = substitutes.find(i); substitute != substitutes.end())
+    return &substitute->second->type;
   auto found = importer.values.find(node.input(int(i)));
   return found == importer.values.end() ? nullptr : &found->second->type;
 }
@@ -117,6 +121,29 @@ std::optional<Shape> NodeContext::inputShape(size_t i) const {
   for (int64_t size : data->getShape())
     shape.push_back(Dim::of(size));
   return shape;
+}
+
+const AxisRuns *NodeContext::runsOf(size_t i) const {
+  if (!hasInput(i) || substitutes.count(i))
+    return nullptr;
+  auto found = importer.groupedRuns.find(node.input(int(i)));
+  return found == importer.groupedRuns.end() ? nullptr : &found->second;
+}
+
+std::optional<std::vector<SymbolicSize>> NodeContext::onnxDims(size_t i) const {
+  std::optional<Shape> shape = inputShape(i);
+  if (!shape)
+    return std::nullopt;
+  std::vector<SymbolicSize> dims;
+  const AxisRuns *runs = runsOf(i);
+  size_t axis = 0;
+  for (size_t d = 0; d < (runs ? runs->size() : shape->size()); ++d) {
+    std::vector<SymbolicSize> factors;
+    for (int64_t k = 0; k < (runs ? (*runs)[d] : 1); ++k)
+      factors.push_back(SymbolicSize::of((*shape)[axis++]));
+    dims.push_back(*productOf(factors)); // a FIR type's element count fits int64
+  }
+  return dims;
 }
 
 const onnx::AttributeProto *NodeContext::findAttr(llvm::StringRef name) const {
@@ -229,6 +256,8 @@ bool NodeContext::forward(size_t i, const std::string &source) {
     return fail("'" + source + "' is not defined by an earlier node, an initializer or a graph "
                 "input");
   define(i, value->second);
+  if (auto runs = importer.groupedRuns.find(source); runs != importer.groupedRuns.end())
+    importer.groupedRuns[node.output(int(i))] = runs->second;
   return true;
 }
 
@@ -341,6 +370,12 @@ void NodeContext::defineConstant(size_t i, TensorData data) {
   if (std::optional<ShapeValue> shape = shapeOfConstant(data))
     importer.shapes[node.output(int(i))] = *shape;
   importer.constants[node.output(int(i))] = std::make_shared<TensorData>(std::move(data));
+}
+
+void NodeContext::defineGrouped(size_t i, Value *value, AxisRuns runs) {
+  define(i, value);
+  if (hasOutput(i) && value && llvm::any_of(runs, [](int64_t run) { return run != 1; }))
+    importer.groupedRuns[node.output(int(i))] = std::move(runs);
 }
 
 void NodeContext::defineShape(size_t i, ShapeValue shape) {

@@ -29,16 +29,19 @@ static bool convertExpand(NodeContext &c) {
   std::optional<ShapeValue> shape = c.shapeValue(1);
   if (!shape)
     return c.fail("the shape (input 1) must be a constant or a shape computation that folds");
+  std::optional<std::vector<Dim>> target = firDims(c, shape->elements, "the shape (input 1)");
+  if (!target)
+    return false;
   // ONNX broadcasts both ways: the result is broadcast(x.shape, shape).
   const Shape &in = x->type.getShape();
-  size_t rank = std::max(in.size(), shape->elements.size());
+  size_t rank = std::max(in.size(), target->size());
   std::vector<Dim> result(rank);
   for (size_t k = 0; k < rank; ++k) {
     std::optional<Dim> a, b;
     if (k + in.size() >= rank)
       a = in[k + in.size() - rank];
-    if (k + shape->elements.size() >= rank)
-      b = shape->elements[k + shape->elements.size() - rank];
+    if (k + target->size() >= rank)
+      b = (*target)[k + target->size() - rank];
     if (!a || (b && a->isStatic() && a->size == 1))
       result[k] = *b;
     else if (!b || (b->isStatic() && b->size == 1) || *a == *b)
@@ -58,7 +61,7 @@ static bool convertExpand(NodeContext &c) {
 static bool convertConstantOfShape(NodeContext &c) {
   // A shape with a symbolic dim (a dynamic batch) broadcasts a 0-d splat.
   std::optional<ShapeValue> symbolic = c.shapeValue(0);
-  if (!symbolic || !symbolic->firstSymbolic())
+  if (!symbolic || !symbolic->firstSymbol())
     symbolic.reset();
   std::optional<std::vector<int64_t>> shape =
       symbolic ? std::vector<int64_t>() : c.ints(0, "shape");
@@ -75,12 +78,15 @@ static bool convertConstantOfShape(NodeContext &c) {
     value = isFloatDType(dtype) ? data->get(0) : double(data->getInt(0));
   }
   if (symbolic) {
-    for (const Dim &dim : symbolic->elements)
+    std::optional<std::vector<Dim>> dims = firDims(c, symbolic->elements, "the shape");
+    if (!dims)
+      return false;
+    for (const Dim &dim : *dims)
       if (dim.isStatic() && (dim.size < 0 || dim.size > kMaxDimSize))
         return c.fail("invalid shape entry " + std::to_string(dim.size));
     Value *scalar = c.emitSplat(value, dtype, {}, c.node.output(0) + "_fill");
     Attrs attrs;
-    attrs.set("shape", makeShapeList(symbolic->elements));
+    attrs.set("shape", makeShapeList(*dims));
     return c.define(0, c.emit("broadcast_to", {Operand::of(scalar)}, attrs)), true;
   }
   Shape dims;
@@ -104,10 +110,10 @@ static bool convertRange(NodeContext &c) {
   const TensorData *start = c.constant(0), *limit = c.constant(1), *delta = c.constant(2);
   for (size_t i = 0; i < 3; ++i)
     if (std::optional<ShapeValue> value = c.shapeValue(i))
-      if (const Dim *dim = value->firstSymbolic())
+      if (const std::string *symbol = value->firstSymbol())
         return c.fail(std::string(i == 0 ? "start" : i == 1 ? "limit" : "delta") +
-                      " (input " + std::to_string(i) + ") is the symbolic dim '" + dim->symbol +
-                      "'; a range's length must be static (--dim " + dim->symbol +
+                      " (input " + std::to_string(i) + ") is the symbolic dim '" + *symbol +
+                      "'; a range's length must be static (--dim " + *symbol +
                       "=SIZE fixes its size)");
   if (!start || !limit || !delta || start->getNumElements() != 1 ||
       limit->getNumElements() != 1 || delta->getNumElements() != 1)

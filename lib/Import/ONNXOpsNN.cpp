@@ -52,7 +52,8 @@ static bool convertGemm(NodeContext &c) {
   Value *a = c.input(0), *b = c.input(1);
   if (!a || !b)
     return false;
-  if (a->type.getRank() != 2 || b->type.getRank() != 2)
+  // A grouped A (ONNXGrouped.cpp) has its rows split into several axes.
+  if ((a->type.getRank() != 2 && !c.runsOf(0)) || b->type.getRank() != 2)
     return c.fail("A and B must be matrices");
   if (c.attrInt("transA", 0))
     a = c.emit("permute_dims", {Operand::of(a)}, {}, name + "_at");

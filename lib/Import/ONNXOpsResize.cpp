@@ -185,15 +185,14 @@ static bool convertResize(NodeContext &c) {
     // F.interpolate(x, size=skip.shape[2:]) on a dynamic batch gives
     // sizes = [batch, C, H, W].
     std::optional<ShapeValue> given = c.shapeValue(sizesInput);
-    if (given && given->firstSymbolic() && int64_t(given->elements.size()) == rank) {
+    if (given && given->firstSymbol() && int64_t(given->elements.size()) == rank) {
       sizes.emplace();
       for (int64_t d = 0; d < rank; ++d) {
-        const Dim &size = given->elements[d];
-        if (size.isSymbolic() && size != x->type.getShape()[d])
-          return c.fail("sizes entry " + std::to_string(d) + " is the symbolic dim '" +
-                        size.symbol + "', not the input's dim " +
-                        x->type.getShape()[d].str() + " (--dim " + size.symbol +
-                        "=SIZE fixes its size)");
+        const SymbolicSize &size = given->elements[d];
+        if (size.isSymbolic() && size != SymbolicSize::of(x->type.getShape()[d]))
+          return c.fail("sizes entry " + std::to_string(d) + " is " + size.str() +
+                        ", not the input's dim " + x->type.getShape()[d].str() + " (--dim " +
+                        size.symbols[0] + "=SIZE fixes its size)");
         sizes->push_back(size.isSymbolic() ? kSameSize : size.size);
       }
     } else if (!(sizes = c.ints(sizesInput, "sizes"))) {

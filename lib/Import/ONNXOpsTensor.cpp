@@ -33,13 +33,10 @@ static bool convertReshape(NodeContext &c) {
     int64_t count = int64_t(value->elements.size());
     if (target->size() != 1 || ((*target)[0] != -1 && (*target)[0] != count))
       return c.fail("a shape computation involving the symbolic dim '" +
-                    value->firstSymbolic()->symbol + "' can only be reshaped to one axis");
+                    *value->firstSymbol() + "' can only be reshaped to one axis");
     value->scalar = false;
     return c.defineShape(0, *value), true;
   }
-  Value *x = c.input(0);
-  if (!x)
-    return false;
   std::optional<ShapeValue> shape;
   if (c.opset < 5) { // Reshape-1: the `shape` attribute
     std::optional<std::vector<int64_t>> attr = c.attrInts("shape");
@@ -47,74 +44,61 @@ static bool convertReshape(NodeContext &c) {
       return c.fail("the shape attribute is required before opset 5");
     shape.emplace();
     for (int64_t size : *attr)
-      shape->elements.push_back(Dim::of(size));
+      shape->elements.push_back(SymbolicSize::of(size));
   } else {
     shape = c.shapeValue(1);
   }
   if (!shape)
     return c.fail("the shape (input 1) must be a constant or a shape computation that folds");
-  bool allowZero = c.attrInt("allowzero", 0) != 0;
-  std::vector<Dim> dims = shape->elements;
-  for (size_t d = 0; d < dims.size(); ++d) {
-    if (dims[d].isStatic() && dims[d].size == 0 && !allowZero) {
-      if (int64_t(d) >= x->type.getRank())
-        return c.fail("shape entry " + std::to_string(d) + " is 0 (copy the input's dim) "
-                      "but the input has rank " + std::to_string(x->type.getRank()));
-      dims[d] = x->type.getShape()[d];
-    } else if (dims[d].isStatic() && dims[d].size < -1) {
-      return c.fail("shape entry " + std::to_string(dims[d].size) + " is invalid");
-    }
-  }
-  Attrs attrs;
-  attrs.set("shape", makeShapeList(dims));
-  c.define(0, c.emit("reshape", {Operand::of(x)}, attrs));
-  return true;
+  return defineReshape(c, shape->elements, c.attrInt("allowzero", 0) != 0);
 }
 
 static bool convertFlatten(NodeContext &c) {
-  Value *x = c.input(0);
-  if (!x)
-    return false;
-  int64_t rank = x->type.getRank();
+  std::optional<std::vector<SymbolicSize>> dims = c.onnxDims(0);
+  if (!dims)
+    return c.input(0), false; // reports what input 0 is instead
+  int64_t rank = int64_t(dims->size());
   int64_t axis = c.attrInt("axis", 1);
   if (axis < -rank || axis > rank)
     return c.fail("axis " + std::to_string(axis) + " is out of range for rank " +
                   std::to_string(rank));
   if (axis < 0)
     axis += rank;
-  // Each side: its static product, or its one symbolic dim, or -1.
-  auto side = [&](int64_t begin, int64_t end) -> std::optional<Dim> {
-    int64_t product = 1;
-    std::optional<Dim> symbol;
-    for (int64_t d = begin; d < end; ++d) {
-      const Dim &dim = x->type.getShape()[d];
-      if (dim.isStatic() && __builtin_mul_overflow(product, dim.size, &product))
-        return std::nullopt;
-      if (dim.isStatic())
-        continue;
-      if (symbol)
-        return std::nullopt;
-      else
-        symbol = dim;
-    }
-    if (symbol)
-      return product == 1 ? symbol : std::nullopt;
-    return Dim::of(product);
-  };
-  std::optional<Dim> left = side(0, axis), right = side(axis, rank);
-  if (!left && !right)
-    return c.fail("both sides of the flattening hold symbolic dims, or more elements "
-                  "than fit in i64");
-  std::vector<Dim> dims{left ? *left : Dim::of(-1), right ? *right : Dim::of(-1)};
-  Attrs attrs;
-  attrs.set("shape", makeShapeList(dims));
-  c.define(0, c.emit("reshape", {Operand::of(x)}, attrs));
-  return true;
+  std::optional<SymbolicSize> left = productOf({dims->begin(), dims->begin() + axis}),
+                              right = productOf({dims->begin() + axis, dims->end()});
+  if (!left || !right)
+    return c.fail("the flattened input has more elements than fit in i64");
+  return defineReshape(c, {*left, *right}, false);
 }
 
 static bool convertTranspose(NodeContext &c) {
   Attrs attrs;
-  if (std::optional<std::vector<int64_t>> perm = c.attrInts("perm"))
+  std::optional<std::vector<int64_t>> perm = c.attrInts("perm");
+  if (const AxisRuns *runs = c.runsOf(0)) {
+    // A grouped dim moves with all its factors.
+    std::vector<int64_t> order = perm ? *perm : std::vector<int64_t>();
+    if (!perm)
+      for (int64_t d = int64_t(runs->size()) - 1; d >= 0; --d)
+        order.push_back(d);
+    std::vector<int64_t> firstAxis{0}, axes;
+    AxisRuns permuted;
+    for (int64_t run : *runs)
+      firstAxis.push_back(firstAxis.back() + run);
+    std::vector<bool> seen(runs->size());
+    for (int64_t d : order) {
+      if (d < 0 || d >= int64_t(runs->size()) || seen[d] || order.size() != runs->size())
+        return c.fail("perm must be a permutation of the input's " +
+                      std::to_string(runs->size()) + " axes");
+      seen[d] = true;
+      for (int64_t k = 0; k < (*runs)[d]; ++k)
+        axes.push_back(firstAxis[d] + k);
+      permuted.push_back((*runs)[d]);
+    }
+    attrs.set("axes", makeIntList(axes));
+    c.defineGrouped(0, c.emit("permute_dims", {Operand::of(c.input(0))}, attrs), permuted);
+    return true;
+  }
+  if (perm)
     attrs.set("axes", makeIntList(*perm));
   c.define(0, c.emit("permute_dims", {Operand::of(c.input(0))}, attrs));
   return true;
@@ -332,7 +316,7 @@ static bool convertGather(NodeContext &c) {
       result.scalar = indices->scalar;
       result.dtype = shape->dtype;
       int64_t n = int64_t(shape->elements.size());
-      for (const Dim &index : indices->elements) {
+      for (const SymbolicSize &index : indices->elements) {
         if (index.size < -n || index.size >= n)
           return c.fail("index " + std::to_string(index.size) + " is out of range for " +
                         std::to_string(n) + " elements");

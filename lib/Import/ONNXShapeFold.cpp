@@ -6,8 +6,9 @@
 // FIR's static types:
 //   Shape, Size        of a typed tensor, a constant or another shape value;
 //   Add/Sub/Mul/Div    on static elements (int64, overflow an error, ONNX's
-//                      truncating division); a symbolic dim survives x * 1,
-//                      x + 0, x - 0 and x / 1;
+//                      truncating division); on symbolic ones, products
+//                      (`batch * 4`), exact quotients, and sums of multiples
+//                      of the same names;
 //   Equal, Where       PyTorch's `expand` export: a symbolic dim differs
 //                      from a negative constant and equals itself, and a
 //                      constant condition selects between shape values.
@@ -33,18 +34,29 @@ bool onnximport::foldShapeArithmetic(NodeContext &c, llvm::StringRef op) {
   ShapeValue result;
   result.scalar = a->scalar && b->scalar;
   for (size_t k = 0; k < n; ++k) {
-    const Dim &x = a->elements[a->elements.size() == 1 ? 0 : k];
-    const Dim &y = b->elements[b->elements.size() == 1 ? 0 : k];
+    const SymbolicSize &x = a->elements[a->elements.size() == 1 ? 0 : k];
+    const SymbolicSize &y = b->elements[b->elements.size() == 1 ? 0 : k];
     if (x.isSymbolic() || y.isSymbolic()) {
-      const Dim &symbol = x.isSymbolic() ? x : y, &number = x.isSymbolic() ? y : x;
-      bool identity = number.isStatic() &&
-                      ((op == "Mul" && number.size == 1) ||
-                       (op == "Add" && number.size == 0) ||
-                       ((op == "Div" || op == "Sub") && &number == &y &&
-                        number.size == (op == "Div" ? 1 : 0)));
-      if (!identity)
+      // Products of symbolic dims: x * y, an exact x / y, and sums of
+      // multiples of the same names (seq + seq); x + 0 and x - 0.
+      std::optional<SymbolicSize> value;
+      if (op == "Mul")
+        value = productOf({x, y});
+      else if (op == "Div")
+        value = quotientOf(x, y);
+      else if (y == SymbolicSize::of(0) || (op == "Add" && x == SymbolicSize::of(0)))
+        value = y == SymbolicSize::of(0) ? x : y;
+      else if (x.symbols == y.symbols) {
+        value = x;
+        if (op == "Add" ? __builtin_add_overflow(x.size, y.size, &value->size)
+                        : __builtin_sub_overflow(x.size, y.size, &value->size))
+          return c.fail("int64 overflow in a shape computation");
+        if (value->size == 0)
+          value = SymbolicSize::of(0);
+      }
+      if (!value)
         return false;
-      result.elements.push_back(symbol);
+      result.elements.push_back(*value);
       continue;
     }
     int64_t value = 0;
@@ -63,7 +75,7 @@ bool onnximport::foldShapeArithmetic(NodeContext &c, llvm::StringRef op) {
       value = x.size / y.size; // ONNX: integer division truncates
     if (overflow)
       return c.fail("int64 overflow in a shape computation");
-    result.elements.push_back(Dim::of(value));
+    result.elements.push_back(SymbolicSize::of(value));
   }
   c.defineShape(0, result);
   return true;
@@ -97,10 +109,10 @@ bool onnximport::foldSymbolicEqual(NodeContext &c) {
   TensorData result(DType::boolean, a->scalar && b->scalar ? std::vector<int64_t>{}
                                                            : std::vector<int64_t>{int64_t(n)});
   for (size_t k = 0; k < n; ++k) {
-    const Dim &x = elementAt(a->elements, k), &y = elementAt(b->elements, k);
+    const SymbolicSize &x = elementAt(a->elements, k), &y = elementAt(b->elements, k);
     if (x.isStatic() && y.isStatic())
       result.setInt(k, x.size == y.size);
-    else if (x.isSymbolic() && y.isSymbolic() && x == y)
+    else if (x == y)
       result.setInt(k, 1);
     else if ((x.isStatic() && x.size < 0) || (y.isStatic() && y.size < 0))
       result.setInt(k, 0);
@@ -136,58 +148,48 @@ bool onnximport::foldSymbolicWhere(NodeContext &c) {
   return true;
 }
 
-/// The dims of input 0: a typed tensor's, a constant's, or those of a shape
-/// value with a symbolic dim (a 1-D tensor of its length); nullopt after an
-/// error.
-static std::optional<std::vector<Dim>> inputDims(NodeContext &c) {
-  std::vector<Dim> dims;
-  if (const Type *type = c.typeOf(0)) {
-    dims = type->getShape();
-  } else if (const TensorData *data = c.constant(0)) {
-    for (int64_t dim : data->getShape())
-      dims.push_back(Dim::of(dim));
-  } else if (std::optional<ShapeValue> shape = symbolicShape(c, 0)) {
+/// The dims of input 0: a (grouped) tensor's, a constant's, or those of a
+/// shape value with a symbolic dim (a 1-D tensor of its length); nullopt
+/// after an error.
+static std::optional<std::vector<SymbolicSize>> inputDims(NodeContext &c) {
+  if (std::optional<std::vector<SymbolicSize>> dims = c.onnxDims(0))
+    return dims;
+  if (std::optional<ShapeValue> shape = symbolicShape(c, 0)) {
+    std::vector<SymbolicSize> dims;
     if (!shape->scalar)
-      dims.push_back(Dim::of(int64_t(shape->elements.size())));
-  } else {
-    return c.fail(c.hasInput(0) ? "the shape of input '" + c.node.input(0) + "' is not known"
-                                : std::string("input 0 is missing")),
-           std::nullopt;
+      dims.push_back(SymbolicSize::of(int64_t(shape->elements.size())));
+    return dims;
   }
-  return dims;
+  return c.fail(c.hasInput(0) ? "the shape of input '" + c.node.input(0) + "' is not known"
+                              : std::string("input 0 is missing")),
+         std::nullopt;
 }
 
 static bool convertShape(NodeContext &c) {
-  std::optional<std::vector<Dim>> given = inputDims(c);
-  if (!given)
+  std::optional<std::vector<SymbolicSize>> dims = inputDims(c);
+  if (!dims)
     return false;
-  std::vector<Dim> dims = *given;
-  int64_t rank = int64_t(dims.size());
+  int64_t rank = int64_t(dims->size());
   auto clampAxis = [&](int64_t axis) {
     return std::clamp<int64_t>(axis < 0 ? axis + rank : axis, 0, rank);
   };
   int64_t start = clampAxis(c.attrInt("start", 0)), end = clampAxis(c.attrInt("end", rank));
   ShapeValue shape;
   for (int64_t d = start; d < end; ++d)
-    shape.elements.push_back(dims[d]);
+    shape.elements.push_back((*dims)[d]);
   c.defineShape(0, shape);
   return true;
 }
 
-/// Size: the static element count, an int64 scalar.
+/// Size: the element count, an int64 scalar (static, or a product of
+/// symbolic dims).
 static bool convertSize(NodeContext &c) {
-  std::optional<std::vector<Dim>> dims = inputDims(c);
+  std::optional<std::vector<SymbolicSize>> dims = inputDims(c);
   if (!dims)
     return false;
   ShapeValue size;
   size.scalar = true;
-  size.elements.push_back(Dim::of(1));
-  for (const Dim &dim : *dims) {
-    if (dim.isSymbolic())
-      return c.fail("the element count involves the symbolic dim '" + dim.symbol +
-                    "' (--dim " + dim.symbol + "=SIZE fixes its size)");
-    size.elements[0].size *= dim.size; // at most 2^62: types fit int64
-  }
+  size.elements.push_back(*productOf(*dims)); // types fit int64
   c.defineShape(0, size);
   return true;
 }

@@ -41,15 +41,71 @@ std::string onnximport::onnxTypeName(int64_t onnxType) {
   return "code " + std::to_string(onnxType) + " (not an ONNX element type)";
 }
 
-const Dim *ShapeValue::firstSymbolic() const {
-  for (const Dim &dim : elements)
+SymbolicSize SymbolicSize::of(const Dim &dim) {
+  return dim.isSymbolic() ? SymbolicSize{1, {dim.symbol}} : of(dim.size);
+}
+
+std::optional<Dim> SymbolicSize::asDim() const {
+  if (isStatic())
+    return Dim::of(size);
+  if (symbols.size() == 1 && size == 1)
+    return Dim::named(symbols[0]);
+  return std::nullopt;
+}
+
+std::string SymbolicSize::str() const {
+  std::string text;
+  for (const std::string &symbol : symbols)
+    text += (text.empty() ? "" : " * ") + symbol;
+  if (size != 1 || isStatic())
+    text += (text.empty() ? "" : " * ") + std::to_string(size);
+  return text;
+}
+
+bool SymbolicSize::operator==(const SymbolicSize &other) const {
+  if (size != other.size || symbols.size() != other.symbols.size())
+    return false;
+  std::vector<std::string> mine = symbols, theirs = other.symbols;
+  llvm::sort(mine);
+  llvm::sort(theirs);
+  return mine == theirs;
+}
+
+std::optional<SymbolicSize> onnximport::productOf(const std::vector<SymbolicSize> &dims) {
+  SymbolicSize product = SymbolicSize::of(1);
+  for (const SymbolicSize &dim : dims) {
+    if (__builtin_mul_overflow(product.size, dim.size, &product.size))
+      return std::nullopt;
+    product.symbols.insert(product.symbols.end(), dim.symbols.begin(), dim.symbols.end());
+  }
+  if (product.size == 0)
+    product.symbols.clear();
+  return product;
+}
+
+std::optional<SymbolicSize> onnximport::quotientOf(const SymbolicSize &x, const SymbolicSize &y) {
+  if (y.size == 0 || x.size % y.size != 0)
+    return std::nullopt;
+  SymbolicSize quotient = SymbolicSize::of(x.size / y.size);
+  quotient.symbols = x.symbols;
+  for (const std::string &symbol : y.symbols) {
+    auto it = llvm::find(quotient.symbols, symbol);
+    if (it == quotient.symbols.end())
+      return std::nullopt;
+    quotient.symbols.erase(it);
+  }
+  return quotient;
+}
+
+const std::string *ShapeValue::firstSymbol() const {
+  for (const SymbolicSize &dim : elements)
     if (dim.isSymbolic())
-      return &dim;
+      return &dim.symbols[0];
   return nullptr;
 }
 
 bool ShapeValue::isStatic() const {
-  return llvm::all_of(elements, [](const Dim &dim) { return dim.isStatic(); });
+  return llvm::all_of(elements, [](const SymbolicSize &dim) { return dim.isStatic(); });
 }
 
 std::optional<ShapeValue> onnximport::shapeOfConstant(const TensorData &data) {
@@ -59,7 +115,7 @@ std::optional<ShapeValue> onnximport::shapeOfConstant(const TensorData &data) {
   shape.scalar = data.getShape().empty();
   shape.dtype = data.getDType();
   for (int64_t i = 0; i < data.getNumElements(); ++i)
-    shape.elements.push_back(Dim::of(data.getInt(i)));
+    shape.elements.push_back(SymbolicSize::of(data.getInt(i)));
   return shape;
 }
 
@@ -78,6 +134,23 @@ Attr onnximport::makeIntList(const std::vector<int64_t> &values) {
   for (int64_t v : values)
     items.push_back(Attr::makeInt(v));
   return Attr::makeList(std::move(items));
+}
+
+std::optional<std::vector<Dim>> onnximport::firDims(NodeContext &c,
+                                                    const std::vector<SymbolicSize> &sizes,
+                                                    const std::string &what) {
+  std::vector<Dim> dims;
+  for (const SymbolicSize &size : sizes) {
+    if (std::optional<Dim> dim = size.asDim()) {
+      dims.push_back(*dim);
+      continue;
+    }
+    c.fail(what + " holds the size " + size.str() + ", a product of symbolic dims, which " +
+           "only Reshape (to a grouped value) may take (--dim " + size.symbols[0] +
+           "=SIZE fixes its size)");
+    return std::nullopt;
+  }
+  return dims;
 }
 
 Attr onnximport::makeShapeList(const std::vector<Dim> &dims) {

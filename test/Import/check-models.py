@@ -135,7 +135,7 @@ def main():
                       row["name"], row["O0"]["kernel_launches"], row["O2"]["kernel_launches"],
                       row["O0"]["global_bytes_read"], row["O2"]["global_bytes_read"],
                       row["O0"]["global_bytes_written"], row["O2"]["global_bytes_written"],
-                      row["O2"]["library_calls"]))
+                      row["O2"].get("library_calls", 0)))
     print("models: %d checked, %d failed" % (len(rows), failures))
     if args.report:
         write_report(args.report, args.models, rows)

@@ -23,6 +23,10 @@ Models:
   mlp_dynamic_batch   Conv2d(3,8,3,p=1) -> ReLU -> reshape(x.shape[0], -1) ->
                       Linear(512,10); input f32[batch,3,8,8] with dynamic dim
                       "batch"; the reference input/output use batch=3. Opset 17.
+  transformer_dynamic transformer_mini's model (same weights) exported with the
+                      dynamic dims "batch" and "seq" (traced at [2,8,64]): its
+                      attention views [seq, batch * heads, 16]; the reference
+                      input/output use [3,5,64]. Opset 17.
   inception_mini      a 3x3 conv stem, GoogLeNet's ceil_mode max pool,
                       torchvision's InceptionA (whose 3x3 average pool counts
                       its padding: PyTorch exports a Pad and an AveragePool)
@@ -200,6 +204,9 @@ MODELS = [
     ("mlp_dynamic_batch", make_dyn_batch, 14, (3, 3, 8, 8), 17,
      {"dynamic_axes": {"input": {0: "batch"}, "output": {0: "batch"}}}, (2, 3, 8, 8)),
     ("inception_mini", make_inception, 15, (1, 3, 17, 17), 13, {}, None),
+    ("transformer_dynamic", make_transformer, 16, (3, 5, 64), 17,
+     {"dynamic_axes": {"input": {0: "batch", 1: "seq"}, "output": {0: "batch", 1: "seq"}}},
+     (2, 8, 64)),
 ]
 
 
@@ -330,6 +337,10 @@ def run_onnx(model, feeds):
             y = (x[0] - mu) / np.sqrt(var + a.get("epsilon", 1e-5)) * x[1]
             if len(x) > 2 and x[2] is not None:
                 y = y + x[2]
+        elif op == "Cast":
+            y = np.asarray(x[0]).astype(onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[a["to"]])
+        elif op == "Sqrt":
+            y = np.sqrt(x[0])
         else:
             raise NotImplementedError(op)
         y = np.asarray(y)

@@ -1052,5 +1052,74 @@ run_model("dequantize_uint8_weights", [
     [numpy_helper.from_array(mw, "w"), numpy_helper.from_array(np.float32(0.5), "ws"),
      numpy_helper.from_array(np.uint8(100), "wz")],
     qx @ dequantize(mw, 0.5, 100), tolerance=1e-5)
+
+# Products of symbolic dims (ONNXGrouped.cpp): multi-head attention's
+# view(batch * heads, seq, head_dim) on a dynamic batch, a linear layer on
+# x.view(-1, features), reductions and normalizations of grouped values.
+# Each model is declared with symbolic dims and run at other sizes.
+def shape_of(prefix, source, picks):
+    """Nodes giving `prefix`_i = Unsqueeze(Gather(Shape(source), i)) for i in picks."""
+    nodes = [helper.make_node("Shape", [source], [prefix + "_s"])]
+    for i in picks:
+        nodes += [helper.make_node("Gather", [prefix + "_s", "i%d" % i], [prefix + "_g%d" % i]),
+                  helper.make_node("Unsqueeze", [prefix + "_g%d" % i, "axis0"],
+                                   [prefix + "_u%d" % i])]
+    return nodes
+
+
+index_inits = [numpy_helper.from_array(np.int64(i), "i%d" % i) for i in range(3)] + [
+    numpy_helper.from_array(np.int64([0]), "axis0"),
+    numpy_helper.from_array(np.int64(4), "heads")]
+ga = rng.standard_normal((3, 5, 32)).astype(np.float32)
+mask = np.triu(np.full((5, 5), -1e4, np.float32), 1)
+q = ga.reshape(3 * 4, 5, 8)
+scores = q @ q.transpose(0, 2, 1) / np.float32(2) + mask
+probs = np.exp(scores - scores.max(-1, keepdims=True))
+probs /= probs.sum(-1, keepdims=True)
+attention = (probs @ q).reshape(3, 5, 32)
+run_model("grouped_attention", shape_of("x", "x", [0, 1]) + [
+    helper.make_node("Mul", ["x_g0", "heads"], ["bh"]),
+    helper.make_node("Unsqueeze", ["bh", "axis0"], ["bh1"]),
+    helper.make_node("Concat", ["bh1", "x_u1", "hd"], ["qshape"], axis=0),
+    helper.make_node("Reshape", ["x", "qshape"], ["q"]),
+    helper.make_node("Transpose", ["q"], ["qt"], perm=[0, 2, 1]),
+    helper.make_node("MatMul", ["q", "qt"], ["qk"]),
+    helper.make_node("Div", ["qk", "two"], ["scaled"]),
+    helper.make_node("Add", ["scaled", "mask"], ["masked"]),
+    helper.make_node("Softmax", ["masked"], ["p"], axis=-1),
+    helper.make_node("MatMul", ["p", "q"], ["o"]),
+    helper.make_node("Concat", ["x_u0", "x_u1", "e"], ["oshape"], axis=0),
+    helper.make_node("Reshape", ["o", "oshape"], ["y"])], ga,
+    index_inits + [numpy_helper.from_array(v, n) for n, v in (
+        ("hd", np.int64([8])), ("e", np.int64([32])), ("two", np.float32(2)),
+        ("mask", mask))],
+    attention, x_dims=["batch", 5, 32], tolerance=1e-5)
+gw = rng.standard_normal((8, 32)).astype(np.float32)
+gb = rng.standard_normal(8).astype(np.float32)
+rows = ga.reshape(-1, 32)
+linear = np.maximum(rows @ gw.T + gb, 0)
+run_model("grouped_linear", shape_of("x", "x", [0, 1]) + [
+    helper.make_node("Reshape", ["x", "flat"], ["rows"]),
+    helper.make_node("Gemm", ["rows", "w", "b"], ["lin"], transB=1),
+    helper.make_node("Relu", ["lin"], ["act"]),
+    helper.make_node("ReduceMean", ["act"], ["mean"], axes=[1]),
+    helper.make_node("Sub", ["act", "mean"], ["centered"]),
+    helper.make_node("Concat", ["x_u0", "x_u1", "eight"], ["oshape"], axis=0),
+    helper.make_node("Reshape", ["centered", "oshape"], ["y"])], ga,
+    index_inits + [numpy_helper.from_array(v, n) for n, v in (
+        ("flat", np.int64([-1, 32])), ("w", gw), ("b", gb), ("eight", np.int64([8])))],
+    (linear - linear.mean(1, keepdims=True)).reshape(3, 5, 8), x_dims=["batch", "seq", 32],
+    tolerance=1e-5)
+# A reduction over the grouped dim reduces all its factors; LayerNormalization
+# over a plain dim; Flatten to a product.
+flat = ga.reshape(3 * 5, 32)
+norm = (flat - flat.mean(-1, keepdims=True)) / np.sqrt(flat.var(-1, keepdims=True) + 1e-5)
+run_model("grouped_reduce", [
+    helper.make_node("Flatten", ["x"], ["rows"], axis=2),
+    helper.make_node("LayerNormalization", ["rows", "gamma"], ["n"], axis=-1),
+    helper.make_node("ReduceSum", ["n", "axes"], ["y"], keepdims=0)], ga,
+    [numpy_helper.from_array(np.ones(32, np.float32), "gamma"),
+     numpy_helper.from_array(np.int64([0]), "axes")],
+    norm.sum(0), x_dims=["batch", "seq", 32], opset=17, tolerance=1e-4)
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

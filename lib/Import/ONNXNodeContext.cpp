@@ -373,8 +373,33 @@ void NodeContext::defineConstant(size_t i, TensorData data) {
 }
 
 void NodeContext::defineGrouped(size_t i, Value *value, AxisRuns runs) {
+  if (!hasOutput(i) || !value)
+    return;
+  // A group of static factors (the unit axes a reduction keeps of a
+  // grouped dim) is a plain dim again.
+  Shape shape, collapsed;
+  bool changed = false;
+  size_t axis = 0;
+  for (int64_t &run : runs) {
+    Shape factors(value->type.getShape().begin() + axis,
+                  value->type.getShape().begin() + axis + run);
+    axis += run;
+    bool isStatic = llvm::all_of(factors, [](const Dim &dim) { return dim.isStatic(); });
+    if (run > 1 && isStatic) {
+      int64_t size = 1;
+      for (const Dim &dim : factors)
+        size *= dim.size; // a FIR type's element count fits int64
+      collapsed.push_back(Dim::of(size));
+      run = 1;
+      changed = true;
+    } else {
+      collapsed.insert(collapsed.end(), factors.begin(), factors.end());
+    }
+  }
+  if (changed)
+    value = reshapeTo(*this, value, collapsed, node.output(int(i)));
   define(i, value);
-  if (hasOutput(i) && value && llvm::any_of(runs, [](int64_t run) { return run != 1; }))
+  if (value && llvm::any_of(runs, [](int64_t run) { return run != 1; }))
     importer.groupedRuns[node.output(int(i))] = std::move(runs);
 }
 

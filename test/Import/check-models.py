@@ -166,7 +166,7 @@ def write_report(path, models, rows):
         b2 = o2["global_bytes_read"] + o2["global_bytes_written"]
         lines.append("| %s | %s | %d | %d (+%d) | %d | %d (%.0f%%) | %.0f ms | %.0f ms |" % (
             row["name"], ", ".join(ops_of(models, row["name"])), o0["kernel_launches"],
-            o2["kernel_launches"], o2["library_calls"], b0, b2, 100.0 * b2 / b0,
+            o2["kernel_launches"], o2.get("library_calls", 0), b0, b2, 100.0 * b2 / b0,
             1000 * row["compile_O0"], 1000 * row["compile_O2"]))
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")

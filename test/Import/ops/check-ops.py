@@ -1121,5 +1121,19 @@ run_model("grouped_reduce", [
     [numpy_helper.from_array(np.ones(32, np.float32), "gamma"),
      numpy_helper.from_array(np.int64([0]), "axes")],
     norm.sum(0), x_dims=["batch", "seq", 32], opset=17, tolerance=1e-4)
+# keepdims over a grouped dim: its unit axes are one plain dim again, which
+# broadcasts against the grouped value (as unit axes) and may be an output.
+rows4 = ga.reshape(3 * 4, 40)
+centered4 = rows4 - rows4.max(0, keepdims=True)
+run_model("grouped_keepdims", shape_of("x", "x", [0]) + [
+    helper.make_node("Mul", ["x_g0", "heads"], ["b4"]),
+    helper.make_node("Unsqueeze", ["b4", "axis0"], ["b41"]),
+    helper.make_node("Concat", ["b41", "forty"], ["shape"], axis=0),
+    helper.make_node("Reshape", ["x", "shape"], ["r"]),
+    helper.make_node("ReduceMax", ["r"], ["m"], axes=[0], keepdims=1),
+    helper.make_node("Sub", ["r", "m"], ["d"]),
+    helper.make_node("ReduceSum", ["d", "axis0"], ["y"], keepdims=1)], ga,
+    index_inits + [numpy_helper.from_array(np.int64([40]), "forty")],
+    centered4.sum(0, keepdims=True), x_dims=["batch", 5, 32], tolerance=1e-5)
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

@@ -3,12 +3,12 @@
 // Exporters merge dims at run time: nn.MultiheadAttention views its
 // [seq, batch, embed] projection as [seq, batch * heads, head_dim], and
 // linear layers are often applied to x.view(-1, features) of a
-// [batch, seq, features] x. On a dynamic batch such a size is a product of
-// symbolic dims, which a FIR dim (a size or one name) cannot hold. The
-// importer keeps such a tensor as a grouped value (ONNXImporter.h): the FIR
-// tensor has the product's factors as separate axes, in the same row-major
-// element order, so a later reshape back to plain dims is again one FIR
-// reshape.
+// [batch, seq, features] x. On a dynamic batch such a size is a product
+// involving symbolic dims, which a FIR dim (a size or one name) cannot
+// hold. The importer keeps such a tensor as a grouped value
+// (ONNXImporter.h): the FIR tensor has the product's factors as separate
+// axes, in the same row-major element order, so a later reshape back to
+// plain dims is again one FIR reshape.
 //
 // 1. Reshape and Flatten resolve their target (0 copies an input dim, -1 is
 //    the element count divided by the other sizes, all as products). When
@@ -16,26 +16,64 @@
 //    ordinary one; otherwise each size becomes its factors (the names in
 //    the order the exporter multiplied them, then the static factor: MHA's
 //    `bsz * num_heads` is [batch, 4], the axes the data has) and the result
-//    is grouped.
+//    is grouped. Expand and ConstantOfShape to such sizes broadcast to the
+//    factors.
 // 2. A node with a grouped input is converted by its own converter when the
 //    operator allows it:
 //    - elementwise operators: the operands are aligned (an operand's size-1
-//      dim facing a grouped dim becomes as many unit axes) and the output
-//      is grouped like the broadcast of the inputs;
+//      dim facing a grouped dim becomes as many unit axes; the same product
+//      factored otherwise, [seq, batch] against [batch, seq], is reshaped
+//      to the first operand's factors) and the output is grouped like the
+//      broadcast of the inputs;
 //    - MatMul and Gemm: grouped rows or batch dims, plain contraction dims;
-//    - Softmax, LogSoftmax, LayerNormalization and the reductions: their
-//      axes are renumbered to FIR axes (a reduced grouped dim reduces all its
-//      factors); a normalized dim must be plain;
+//    - operators with axes (ONNXGroupedAxes.cpp): the axes are renumbered
+//      to FIR axes;
 //    - Transpose moves a group as a whole, Shape gives the products (both in
 //      their converters).
 //    Any other operator reports the grouped input with the --dim that
 //    avoids it; so does a graph output that is grouped.
 //
 //===----------------------------------------------------------------------===//
-#include "ONNXImporter.h"
+#include "ONNXGrouped.h"
 
 using namespace fusec;
 using namespace fusec::onnximport;
+
+GroupedShape onnximport::factorShape(const std::vector<SymbolicSize> &sizes) {
+  GroupedShape result;
+  for (const SymbolicSize &size : sizes) {
+    size_t before = result.shape.size();
+    if (std::optional<Dim> dim = size.asDim()) {
+      result.shape.push_back(*dim);
+    } else {
+      for (const std::string &symbol : size.symbols)
+        result.shape.push_back(Dim::named(symbol));
+      if (size.size != 1)
+        result.shape.push_back(Dim::of(size.size));
+    }
+    result.runs.push_back(int64_t(result.shape.size() - before));
+  }
+  return result;
+}
+
+bool onnximport::failOnProduct(NodeContext &c, size_t input, size_t dim,
+                               const std::string &what) {
+  std::optional<std::vector<SymbolicSize>> dims = c.onnxDims(input);
+  SymbolicSize size = dims && dim < dims->size() ? (*dims)[dim] : SymbolicSize::of(0);
+  std::string options;
+  for (const std::string &symbol : size.symbols)
+    if (options.find(symbol + "=") == std::string::npos)
+      options += (options.empty() ? "" : ",") + symbol + "=SIZE";
+  return c.fail("input " + std::to_string(input) + " ('" + c.node.input(int(input)) +
+                "') has the dim " + size.str() + " (dim " + std::to_string(dim) +
+                "), a product involving a symbolic dim, which " + what + " (--dim " +
+                options + " fixes its size)");
+}
+
+AxisRuns onnximport::runsOrOnes(NodeContext &c, size_t i, size_t rank) {
+  const AxisRuns *runs = c.runsOf(i);
+  return runs ? *runs : AxisRuns(rank, 1);
+}
 
 bool onnximport::defineReshape(NodeContext &c, std::vector<SymbolicSize> target,
                                bool allowZero) {
@@ -73,45 +111,59 @@ bool onnximport::defineReshape(NodeContext &c, std::vector<SymbolicSize> target,
   bool plain = !c.runsOf(0) && llvm::all_of(resolved, [](const SymbolicSize &size) {
     return size.asDim().has_value();
   });
-  Shape shape;
-  AxisRuns runs;
-  for (const SymbolicSize &size : plain ? target : resolved) {
-    size_t before = shape.size();
-    if (std::optional<Dim> dim = size.asDim()) {
-      shape.push_back(*dim);
-    } else {
-      for (const std::string &symbol : size.symbols)
-        shape.push_back(Dim::named(symbol));
-      if (size.size != 1)
-        shape.push_back(Dim::of(size.size));
-    }
-    runs.push_back(int64_t(shape.size() - before));
-  }
-  c.defineGrouped(0, reshapeTo(c, x, shape, c.node.output(0)), runs);
+  GroupedShape shape = factorShape(plain ? target : resolved);
+  // Regrouping alone (x.view(-1, C) of a [batch, seq, C] x) moves no data.
+  bool same = !plain && shape.shape == x->type.getShape();
+  c.defineGrouped(0, same ? x : reshapeTo(c, x, shape.shape, c.node.output(0)), shape.runs);
   return true;
 }
 
-namespace {
-/// One operand of a broadcast: its FIR value and ONNX dims, and how many
-/// of its trailing dims stay out of the broadcast (MatMul's matrix dims).
-struct BroadcastOperand {
-  size_t input;
-  size_t trailing;
-};
-} // namespace
-
-/// The runs of each operand (ones for a plain value or a constant).
-static AxisRuns runsOrOnes(NodeContext &c, size_t i, size_t rank) {
-  const AxisRuns *runs = c.runsOf(i);
-  return runs ? *runs : AxisRuns(rank, 1);
+bool onnximport::defineBroadcast(NodeContext &c, Value *x, const std::vector<SymbolicSize> &dims,
+                                 const AxisRuns &runs, const std::vector<SymbolicSize> &target) {
+  if (!x)
+    return false;
+  size_t rank = std::max(dims.size(), target.size());
+  // ONNX broadcasts both ways. A grouped dim of x keeps its factors; x gets
+  // unit axes where it broadcasts to a grouped dim.
+  Shape fir, aligned;
+  AxisRuns outRuns;
+  for (size_t k = 0, axis = 0; k < rank; ++k) {
+    bool hasX = k + dims.size() >= rank, hasTarget = k + target.size() >= rank;
+    const SymbolicSize *a = hasX ? &dims[k + dims.size() - rank] : nullptr;
+    const SymbolicSize *b = hasTarget ? &target[k + target.size() - rank] : nullptr;
+    int64_t run = hasX ? runs[k + dims.size() - rank] : 0;
+    Shape own(x->type.getShape().begin() + axis, x->type.getShape().begin() + axis + run);
+    axis += run;
+    const SymbolicSize *size = !a || (*a == SymbolicSize::of(1)) ? b : a;
+    if (a && b && *a != *b && *a != SymbolicSize::of(1) && *b != SymbolicSize::of(1))
+      return c.fail("cannot broadcast dim " + std::to_string(k) + " of size " + a->str() +
+                    " to " + b->str());
+    Shape factors = run > 1 ? own : factorShape({*size}).shape;
+    fir.insert(fir.end(), factors.begin(), factors.end());
+    outRuns.push_back(int64_t(factors.size()));
+    if (hasX && run == 1 && factors.size() > 1)
+      aligned.insert(aligned.end(), factors.size(), Dim::of(1));
+    else
+      aligned.insert(aligned.end(), own.begin(), own.end());
+  }
+  std::string name = c.node.output(0);
+  if (aligned != x->type.getShape())
+    x = reshapeTo(c, x, aligned, name + "_aligned");
+  Attrs attrs;
+  attrs.set("shape", makeShapeList(fir));
+  Value *result = x && x->type.getShape() != fir
+                      ? c.emit("broadcast_to", {Operand::of(x)}, attrs, name) : x;
+  c.defineGrouped(0, result, outRuns);
+  return true;
 }
 
 /// Broadcasts the leading dims of `operands` (all but their trailing
 /// ones), substituting for an operand whose size-1 dim faces a grouped
-/// dim the operand with unit axes there. Returns the runs of the broadcast
-/// dims, or nullopt after an error.
-static std::optional<AxisRuns> alignOperands(NodeContext &c,
-                                             const std::vector<BroadcastOperand> &operands) {
+/// dim the operand with unit axes there, and for one whose grouped dim is
+/// factored otherwise the operand with the first grouping. Returns the
+/// runs of the broadcast dims, or nullopt after an error.
+std::optional<AxisRuns> onnximport::alignOperands(NodeContext &c,
+                                                  const std::vector<BroadcastOperand> &operands) {
   struct Seen {
     std::vector<SymbolicSize> dims;
     AxisRuns runs;
@@ -133,25 +185,27 @@ static std::optional<AxisRuns> alignOperands(NodeContext &c,
     seen.push_back({*dims, runsOrOnes(c, operand.input, dims->size()), value->type.getShape()});
     rank = std::max(rank, dims->size() - operand.trailing);
   }
-  // The FIR dims of each broadcast dim that some operand has grouped.
+  // The factors of each broadcast dim that some operand has grouped (the
+  // first such operand's) and the product they make.
   std::vector<std::optional<Shape>> groups(rank);
+  std::vector<SymbolicSize> products(rank);
   for (size_t k = 0; k < seen.size(); ++k) {
     const Seen &operand = seen[k];
     size_t count = operand.dims.size() - operands[k].trailing, offset = rank - count;
-    size_t axis = 0;
-    for (size_t d = 0; d < count; ++d) {
-      int64_t run = operand.runs[d];
-      Shape factors(operand.fir.begin() + axis, operand.fir.begin() + axis + run);
-      axis += run;
-      if (run == 1)
+    for (size_t d = 0, axis = 0; d < count; axis += operand.runs[d], ++d) {
+      if (operand.runs[d] == 1)
         continue;
       std::optional<Shape> &group = groups[offset + d];
-      if (group && *group != factors)
+      if (group && products[offset + d] != operand.dims[d])
         return c.fail("inputs " + std::to_string(operands[0].input) + " and " +
-                      std::to_string(operands[k].input) + " split the product dim " +
-                      std::to_string(offset + d) + " differently (--dim fixes the sizes)"),
+                      std::to_string(operands[k].input) + " differ at dim " +
+                      std::to_string(offset + d) + ": " + products[offset + d].str() +
+                      " and " + operand.dims[d].str()),
                std::nullopt;
-      group = factors;
+      if (!group) {
+        group = Shape(operand.fir.begin() + axis, operand.fir.begin() + axis + operand.runs[d]);
+        products[offset + d] = operand.dims[d];
+      }
     }
   }
   AxisRuns result;
@@ -161,25 +215,24 @@ static std::optional<AxisRuns> alignOperands(NodeContext &c,
     const Seen &operand = seen[k];
     size_t count = operand.dims.size() - operands[k].trailing, offset = rank - count;
     Shape aligned;
-    size_t axis = 0;
-    bool changed = false;
-    for (size_t d = 0; d < operand.dims.size(); ++d) {
-      int64_t run = operand.runs[d];
-      if (d < count && run == 1 && result[offset + d] > 1) {
-        if (!(operand.dims[d] == SymbolicSize::of(1)))
-          return c.fail("input " + std::to_string(operands[k].input) + " has size " +
-                        operand.dims[d].str() + " at dim " + std::to_string(d) +
-                        ", which does not broadcast with a product of symbolic dims"),
-                 std::nullopt;
-        aligned.insert(aligned.end(), size_t(result[offset + d]), Dim::of(1));
-        changed = true;
-      } else {
+    for (size_t d = 0, axis = 0; d < operand.dims.size(); axis += operand.runs[d], ++d) {
+      const std::optional<Shape> &group = d < count ? groups[offset + d] : std::nullopt;
+      if (!group) {
         aligned.insert(aligned.end(), operand.fir.begin() + axis,
-                       operand.fir.begin() + axis + run);
+                       operand.fir.begin() + axis + operand.runs[d]);
+      } else if (operand.runs[d] > 1) {
+        aligned.insert(aligned.end(), group->begin(), group->end());
+      } else if (operand.dims[d] == SymbolicSize::of(1)) {
+        aligned.insert(aligned.end(), group->size(), Dim::of(1));
+      } else {
+        return failOnProduct(c, operands[0].input, offset + d - (rank - seen[0].dims.size() +
+                                                               operands[0].trailing),
+                             "input " + std::to_string(operands[k].input) + "'s size " +
+                                 operand.dims[d].str() + " does not broadcast with"),
+               std::nullopt;
       }
-      axis += run;
     }
-    if (changed)
+    if (aligned != operand.fir)
       c.substitute(operands[k].input,
                    reshapeTo(c, c.input(operands[k].input), aligned,
                              c.node.output(0) + "_in" + std::to_string(operands[k].input)));
@@ -200,156 +253,48 @@ static bool isElementwise(llvm::StringRef op) {
   return ops.count(op.str()) != 0;
 }
 
-/// The FIR axes of ONNX dims `dims` under `runs`.
-static std::vector<int64_t> firAxes(const AxisRuns &runs, const std::vector<int64_t> &dims) {
-  std::vector<int64_t> firstAxis{0}, axes;
-  for (int64_t run : runs)
-    firstAxis.push_back(firstAxis.back() + run);
-  for (int64_t d : dims)
-    for (int64_t k = 0; k < runs[d]; ++k)
-      axes.push_back(firstAxis[d] + k);
-  return axes;
-}
-
-/// Converts an axis operator on grouped input 0 with its axis attribute
-/// renumbered: `node` is a copy of the node with `axis`/`axes` replaced by
-/// FIR axes. Output 0 gets `runs`.
-static bool convertRenumbered(NodeContext &c, bool (*convert)(NodeContext &),
-                              onnx::NodeProto node, const AxisRuns &runs) {
-  NodeContext inner(c.importer, node, c.opset);
-  bool converted = convert(inner);
-  for (const std::string &name : inner.usedAttrs())
-    c.ignoreAttr(name);
-  for (size_t i = 0; i < c.numInputs(); ++i)
-    if (inner.wasRead(i))
-      c.ignoreInput(i);
-  if (!converted)
-    return false;
-  Value *out = c.importer.values.count(c.node.output(0))
-                   ? c.importer.values[c.node.output(0)] : nullptr;
-  if (out)
-    c.defineGrouped(0, out, runs);
-  return true;
-}
-
-/// Sets integer attribute(s) `name` of `node` to `values` (a list when
-/// `list`).
-static void setAxesAttr(onnx::NodeProto &node, const std::string &name,
-                        const std::vector<int64_t> &values, bool list) {
-  onnx::AttributeProto *attr = nullptr;
-  for (onnx::AttributeProto &candidate : *node.mutable_attribute())
-    if (candidate.name() == name)
-      attr = &candidate;
-  if (!attr) {
-    attr = node.add_attribute();
-    attr->set_name(name);
-  }
-  attr->clear_ints();
-  attr->clear_i();
-  attr->set_type(list ? onnx::AttributeProto::INTS : onnx::AttributeProto::INT);
-  if (list)
-    for (int64_t value : values)
-      attr->add_ints(value);
-  else
-    attr->set_i(values[0]);
-}
-
-/// Softmax, LogSoftmax, LayerNormalization and the reductions on grouped
-/// input 0.
-static bool convertGroupedAxisOp(NodeContext &c, bool (*convert)(NodeContext &)) {
-  llvm::StringRef op = c.node.op_type();
-  const AxisRuns &runs = *c.runsOf(0);
-  int64_t rank = int64_t(runs.size());
-  auto normalized = [&](int64_t axis) -> std::optional<int64_t> {
-    std::optional<int64_t> d = normalizeAxis(axis, rank);
-    if (!d)
-      c.fail("axis " + std::to_string(axis) + " is out of range for rank " +
-             std::to_string(rank));
-    return d;
-  };
-  onnx::NodeProto node = c.node;
-  if (op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization") {
-    bool coerced = op != "LayerNormalization" && c.opset < 13; // all dims from axis on
-    std::optional<int64_t> axis = normalized(c.attrInt("axis", coerced ? 1 : -1));
-    if (!axis)
-      return false;
-    for (int64_t d = *axis; d < (coerced ? *axis + 1 : rank); ++d)
-      if (runs[d] != 1 && !coerced)
-        return c.fail(op + " normalizes dim " + std::to_string(d) +
-                      ", a product of symbolic dims (--dim fixes their sizes)");
-    setAxesAttr(node, "axis", {firAxes(runs, {*axis})[0]}, false);
-    return convertRenumbered(c, convert, node, runs);
-  }
-  // A reduction: axes as an attribute, or a constant input from
-  // ReduceSum-13 on (renumbered into a constant of the importer's own).
-  std::optional<std::vector<int64_t>> given =
-      c.hasInput(1) ? c.ints(1, "axes") : c.attrInts("axes");
-  if (c.hasInput(1) && !given)
-    return false;
-  std::vector<int64_t> dims;
-  for (int64_t d = 0; d < rank; ++d)
-    dims.push_back(d);
-  if (given) {
-    dims.clear();
-    for (int64_t axis : *given) {
-      std::optional<int64_t> d = normalized(axis);
-      if (!d)
-        return false;
-      dims.push_back(*d);
-    }
-  }
-  bool keepDims = c.attrInt("keepdims", 1) != 0;
-  AxisRuns out;
-  for (int64_t d = 0; d < rank; ++d)
-    if (keepDims || !llvm::is_contained(dims, d))
-      out.push_back(runs[d]);
-  if (c.hasInput(1)) {
-    std::vector<int64_t> axes = firAxes(runs, dims);
-    TensorData data(DType::i64, {int64_t(axes.size())});
-    for (size_t k = 0; k < axes.size(); ++k)
-      data.setInt(int64_t(k), axes[k]);
-    std::string name = c.node.output(0) + ".fir_axes";
-    while (c.importer.constants.count(name) || c.importer.values.count(name))
-      name += "_";
-    c.importer.shapes[name] = *shapeOfConstant(data);
-    c.importer.constants[name] = std::make_shared<TensorData>(std::move(data));
-    node.set_input(1, name);
-  } else {
-    setAxesAttr(node, "axes", firAxes(runs, dims), true);
-  }
-  return convertRenumbered(c, convert, node, out);
+/// The runs of MatMul's or Gemm's output, its operands aligned; nullopt
+/// after an error.
+static std::optional<AxisRuns> alignMatMul(NodeContext &c, llvm::StringRef op) {
+  std::optional<std::vector<SymbolicSize>> a = c.onnxDims(0), b = c.onnxDims(1);
+  if (!a || !b)
+    return c.input(0), c.input(1), std::nullopt; // reports which is missing
+  AxisRuns runsA = runsOrOnes(c, 0, a->size()), runsB = runsOrOnes(c, 1, b->size());
+  std::string contract = op.str() + " cannot contract";
+  if (runsA.back() != 1)
+    return failOnProduct(c, 0, a->size() - 1, contract), std::nullopt;
+  if (b->size() >= 2 && runsB[b->size() - 2] != 1)
+    return failOnProduct(c, 1, b->size() - 2, contract), std::nullopt;
+  if (runsB.back() != 1)
+    return failOnProduct(c, 1, b->size() - 1, op.str() + " cannot take as its columns"),
+           std::nullopt;
+  if (op == "Gemm" && (c.runsOf(2) || c.attrInt("transA", 0) || b->size() != 2))
+    return failOnProduct(c, c.runsOf(2) ? 2 : 0, 0, "Gemm cannot take with transA or a "
+                                                    "grouped C"),
+           std::nullopt;
+  // A matrix (or vector) B: A's rows may be grouped; else both batch.
+  bool batched = b->size() > 2;
+  if (batched && a->size() >= 2 && runsA[a->size() - 2] != 1)
+    return failOnProduct(c, 0, a->size() - 2, "a batched MatMul cannot take as its rows"),
+           std::nullopt;
+  std::optional<AxisRuns> runs =
+      alignOperands(c, {{0, batched ? size_t(2) : size_t(1)}, {1, batched ? size_t(2)
+                                                                          : b->size()}});
+  if (runs)
+    runs->insert(runs->end(), batched ? 2 : b->size() - 1, 1);
+  return runs;
 }
 
 bool onnximport::convertGroupedNode(NodeContext &c, bool (*convert)(NodeContext &)) {
   llvm::StringRef op = c.node.op_type();
-  std::optional<AxisRuns> runs;
   if (op == "Reshape" || op == "Flatten" || op == "Transpose" || op == "Shape" ||
-      op == "Size")
+      op == "Size" || op == "Expand")
     return convert(c); // they read the runs themselves
-  if (op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization" ||
-      op.startswith("Reduce")) {
-    for (size_t i = 1; i < c.numInputs(); ++i)
-      if (c.runsOf(i))
-        return c.fail("input " + std::to_string(i) + " is a product of symbolic dims");
-    return convertGroupedAxisOp(c, convert);
-  }
+  if (std::optional<bool> converted = convertGroupedAxisOp(c, convert))
+    return *converted;
+  std::optional<AxisRuns> runs;
   if (op == "MatMul" || op == "Gemm") {
-    std::optional<std::vector<SymbolicSize>> a = c.onnxDims(0), b = c.onnxDims(1);
-    if (!a || !b)
-      return c.input(0) && c.input(1) && false;
-    AxisRuns runsA = runsOrOnes(c, 0, a->size()), runsB = runsOrOnes(c, 1, b->size());
-    bool plainMatrices = a->size() >= 2 && b->size() >= 2 && runsA.back() == 1 &&
-                         runsB.back() == 1 && runsB[b->size() - 2] == 1;
-    bool batched = b->size() > 2;
-    if (op == "Gemm" && (batched || c.runsOf(2) || c.attrInt("transA", 0)))
-      plainMatrices = false;
-    if (!plainMatrices || (batched && runsA[a->size() - 2] != 1))
-      return c.fail("its matrix dims include a product of symbolic dims (--dim fixes "
-                    "their sizes)");
-    runs = alignOperands(c, {{0, batched ? size_t(2) : size_t(1)}, {1, 2}});
-    if (!runs)
-      return false;
-    runs->insert(runs->end(), batched ? 2 : 1, 1);
+    runs = alignMatMul(c, op);
   } else if (isElementwise(op) && !llvm::any_of(c.node.attribute(), [](const auto &attr) {
                return attr.name() == "axis"; // the broadcast of the first opsets
              })) {
@@ -358,28 +303,21 @@ bool onnximport::convertGroupedNode(NodeContext &c, bool (*convert)(NodeContext 
       if (c.hasInput(i) && c.onnxDims(i))
         operands.push_back({i, 0});
     runs = alignOperands(c, operands);
-    if (!runs)
-      return false;
   } else {
     for (size_t i = 0; i < c.numInputs(); ++i)
-      if (const AxisRuns *grouped = c.runsOf(i)) {
-        std::optional<std::vector<SymbolicSize>> dims = c.onnxDims(i);
-        const SymbolicSize *product = nullptr;
-        for (size_t d = 0; d < grouped->size(); ++d)
-          if ((*grouped)[d] != 1 && !product)
-            product = &(*dims)[d];
-        std::string symbol = product && !product->symbols.empty() ? product->symbols[0] : "N";
-        return c.fail("input " + std::to_string(i) + " ('" + c.node.input(int(i)) +
-                      "') has the dim " + (product ? product->str() : "?") +
-                      ", a product of symbolic dims, which " + op.str() +
-                      " cannot take (--dim " + symbol + "=SIZE fixes its size)");
-      }
+      if (const AxisRuns *grouped = c.runsOf(i))
+        return failOnProduct(c, i, size_t(llvm::find_if(*grouped, [](int64_t run) {
+                                             return run != 1;
+                                           }) - grouped->begin()),
+                             op.str() + " cannot take");
     return convert(c);
   }
-  if (!convert(c))
-    return false;
+  return runs && convert(c) && defineOutputsGrouped(c, *runs);
+}
+
+bool onnximport::defineOutputsGrouped(NodeContext &c, const AxisRuns &runs) {
   int64_t firRank = 0;
-  for (int64_t run : *runs)
+  for (int64_t run : runs)
     firRank += run;
   for (size_t i = 0; i < c.numOutputs(); ++i) {
     if (!c.hasOutput(i) || !c.importer.values.count(c.node.output(int(i))))
@@ -388,7 +326,7 @@ bool onnximport::convertGroupedNode(NodeContext &c, bool (*convert)(NodeContext 
     if (out->type.getRank() != firRank)
       return c.fail("output " + std::to_string(i) + " does not keep the grouped dims of " +
                     "its inputs");
-    c.defineGrouped(i, out, *runs);
+    c.defineGrouped(i, out, runs);
   }
   return true;
 }

@@ -188,6 +188,11 @@ bool foldShapeArithmetic(NodeContext &c, llvm::StringRef op);
 /// (unless `allowZero`) and -1 are still to be resolved; a grouped value
 /// when a size is a product of symbolic dims (ONNXGrouped.cpp).
 bool defineReshape(NodeContext &c, std::vector<SymbolicSize> target, bool allowZero);
+/// Output 0 is `x` (with input 0's dims `dims` and runs `runs`) broadcast
+/// both ways to the ONNX sizes `target` (Expand, ConstantOfShape), grouped
+/// where a size is a product (ONNXGrouped.cpp).
+bool defineBroadcast(NodeContext &c, Value *x, const std::vector<SymbolicSize> &dims,
+                     const AxisRuns &runs, const std::vector<SymbolicSize> &target);
 /// Converts a node with a grouped input through `convert` where the
 /// operator allows it: elementwise operators, reductions and
 /// normalizations over plain dims, MatMul, Gemm, Transpose, Reshape,

@@ -15,7 +15,7 @@
 // on the k-th diagonal; only the input's static shape and dtype matter).
 //
 //===----------------------------------------------------------------------===//
-#include "ONNXImporter.h"
+#include "ONNXGrouped.h"
 
 #include <cmath>
 
@@ -29,6 +29,13 @@ static bool convertExpand(NodeContext &c) {
   std::optional<ShapeValue> shape = c.shapeValue(1);
   if (!shape)
     return c.fail("the shape (input 1) must be a constant or a shape computation that folds");
+  // A grouped x, or a size that is a product (x.expand_as(y) of a grouped
+  // y), broadcasts to the factors (ONNXGrouped.cpp).
+  if (c.runsOf(0) || llvm::any_of(shape->elements, [](const SymbolicSize &size) {
+        return !size.asDim();
+      }))
+    return defineBroadcast(c, x, *c.onnxDims(0), runsOrOnes(c, 0, c.onnxDims(0)->size()),
+                           shape->elements);
   std::optional<std::vector<Dim>> target = firDims(c, shape->elements, "the shape (input 1)");
   if (!target)
     return false;
@@ -78,6 +85,9 @@ static bool convertConstantOfShape(NodeContext &c) {
     value = isFloatDType(dtype) ? data->get(0) : double(data->getInt(0));
   }
   if (symbolic) {
+    if (llvm::any_of(symbolic->elements, [](const SymbolicSize &size) { return !size.asDim(); }))
+      return defineBroadcast(c, c.emitSplat(value, dtype, {}, c.node.output(0) + "_fill"), {},
+                             {}, symbolic->elements); // zeros_like of a grouped value
     std::optional<std::vector<Dim>> dims = firDims(c, symbolic->elements, "the shape");
     if (!dims)
       return false;

@@ -210,7 +210,8 @@ static bool convertSoftmax(NodeContext &c) {
   for (int64_t d = *axis; d < rank; ++d) {
     const Dim &dim = x->type.getShape()[d];
     if (dim.isSymbolic())
-      return c.fail("a softmax over the symbolic dim '" + dim.symbol + "' before opset 13");
+      return c.fail("a softmax over the symbolic dim '" + dim.symbol + "' before opset 13 (--dim " +
+                    dim.symbol + "=SIZE fixes its size)");
     if (__builtin_mul_overflow(inner, dim.size, &inner))
       return c.fail("more elements than fit in i64");
   }

@@ -199,8 +199,9 @@ def main():
         [const("i0", np.int64(0)), const("two", np.int64(2)), const("ax", np.int64([0])),
          const("rest", np.int64([4, 4]))]))
 
-    # An operator that cannot take a grouped value (a dim batch * 2): the
-    # message names the dim and the option.
+    # An operator that cannot take a grouped value where its dim is a
+    # product (Gather along batch * 2): the message names the dim and the
+    # option.
     save("grouped_gather", model(
         [helper.make_node("Shape", ["x"], ["s"]),
          helper.make_node("Gather", ["s", "i0"], ["b"], axis=0),
@@ -208,8 +209,8 @@ def main():
          helper.make_node("Unsqueeze", ["bh", "ax"], ["bh1"]),
          helper.make_node("Concat", ["bh1", "rest"], ["shape"], axis=0),
          helper.make_node("Reshape", ["x", "shape"], ["r"]),
-         helper.make_node("Gather", ["r", "i0"], ["y"], name="pick", axis=1)],
-        [vi("x", ["batch", 4, 8])], [vi("y", ["batch2", 4])],
+         helper.make_node("Gather", ["r", "i0"], ["y"], name="pick", axis=0)],
+        [vi("x", ["batch", 4, 8])], [vi("y", [4, 4])],
         [const("i0", np.int64(0)), const("two", np.int64(2)), const("ax", np.int64([0])),
          const("rest", np.int64([4, 4]))]))
 

@@ -1135,5 +1135,64 @@ run_model("grouped_keepdims", shape_of("x", "x", [0]) + [
     helper.make_node("ReduceSum", ["d", "axis0"], ["y"], keepdims=1)], ga,
     index_inits + [numpy_helper.from_array(np.int64([40]), "forty")],
     centered4.sum(0, keepdims=True), x_dims=["batch", 5, 32], tolerance=1e-5)
+# Operators with axes along the plain dims of a grouped value, ones that
+# broadcast to a product (Expand, ConstantOfShape: zeros_like), the same
+# product factored two ways ([batch, 5] and [5, batch] rows), a matrix-vector
+# product, and ReduceSum-13 with empty axes (all of them).
+r4 = ga.reshape(12, 5, 8)
+gv = rng.standard_normal(8).astype(np.float32)
+pieces = np.split(r4, [3], axis=2)
+joined = np.concatenate([pieces[1], pieces[0]], axis=2)        # [12, 5, 8]
+picked = joined[:, 1:4, :][:, :, [0, 2]]                        # [12, 3, 2]
+unsq = np.expand_dims(picked, 1)                                # [12, 1, 3, 2]
+arg = np.argmax(r4, axis=2)                                     # [12, 5]
+combined = (np.squeeze(unsq, 1).sum(-1) + np.zeros_like(arg, np.float32)[:, :3] +
+            (r4 @ gv)[:, :3] + arg[:, :3].astype(np.float32))
+rows_bt = ga.reshape(15, 32)
+rows_tb = ga.transpose(1, 0, 2).reshape(15, 32)
+run_model("grouped_axes", shape_of("x", "x", [0]) + [
+    helper.make_node("Mul", ["x_g0", "heads"], ["b4"]),
+    helper.make_node("Unsqueeze", ["b4", "axis0"], ["b41"]),
+    helper.make_node("Concat", ["b41", "five_eight"], ["shape"], axis=0),
+    helper.make_node("Reshape", ["x", "shape"], ["r"]),
+    helper.make_node("Split", ["r", "split"], ["p0", "p1"], axis=2),
+    helper.make_node("Concat", ["p1", "p0"], ["joined"], axis=-1),
+    helper.make_node("Slice", ["joined", "one", "four", "axis1"], ["sliced"]),
+    helper.make_node("Gather", ["sliced", "pick"], ["picked"], axis=2),
+    helper.make_node("Unsqueeze", ["picked", "axis1"], ["unsq"]),
+    helper.make_node("Squeeze", ["unsq", "axis1"], ["sq"]),
+    helper.make_node("ReduceSum", ["sq", "minus1"], ["sums"], keepdims=0),
+    helper.make_node("ArgMax", ["r"], ["argi"], axis=2, keepdims=0),
+    helper.make_node("Cast", ["argi"], ["argf"], to=TensorProto.FLOAT),
+    helper.make_node("Shape", ["argf"], ["arg_shape"]),
+    helper.make_node("ConstantOfShape", ["arg_shape"], ["zeros"]),
+    helper.make_node("MatMul", ["r", "v"], ["rv"]),
+    helper.make_node("Add", ["argf", "zeros"], ["a0"]),
+    helper.make_node("Add", ["a0", "rv"], ["a1"]),
+    helper.make_node("Slice", ["a1", "zero", "three", "axis1"], ["a2"]),
+    helper.make_node("Add", ["sums", "a2"], ["total"]),
+    helper.make_node("ReduceSum", ["total", "empty"], ["y"], keepdims=0)], ga,
+    index_inits + [numpy_helper.from_array(v, n) for n, v in (
+        ("five_eight", np.int64([5, 8])), ("split", np.int64([3, 5])),
+        ("one", np.int64([1])), ("four", np.int64([4])), ("axis1", np.int64([1])),
+        ("pick", np.int64([0, 2])), ("minus1", np.int64([-1])), ("v", gv),
+        ("zero", np.int64([0])), ("three", np.int64([3])), ("empty", np.zeros(0, np.int64)))],
+    np.float32(combined.sum()), x_dims=["batch", 5, 32], tolerance=1e-4)
+grow = rng.standard_normal((1, 32)).astype(np.float32)
+refactored = ((rows_bt + rows_tb) * grow).reshape(3, 5, 32)
+run_model("grouped_refactor", shape_of("x", "x", [0, 1]) + [
+    helper.make_node("Reshape", ["x", "flat"], ["bt"]),
+    helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+    helper.make_node("Reshape", ["xt", "flat"], ["tb"]),
+    helper.make_node("Add", ["bt", "tb"], ["both"]),
+    helper.make_node("Shape", ["both"], ["both_shape"]),
+    helper.make_node("Expand", ["row", "both_shape"], ["rows"]),
+    helper.make_node("Mul", ["both", "rows"], ["scaled"]),
+    helper.make_node("Concat", ["x_u0", "x_u1", "e"], ["oshape"], axis=0),
+    helper.make_node("Reshape", ["scaled", "oshape"], ["y"])], ga,
+    index_inits + [numpy_helper.from_array(v, n) for n, v in (
+        ("flat", np.int64([-1, 32])), ("e", np.int64([32])),
+        ("row", grow))],
+    refactored, x_dims=["batch", "seq", 32], tolerance=1e-5)
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

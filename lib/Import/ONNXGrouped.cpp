@@ -60,14 +60,10 @@ bool onnximport::failOnProduct(NodeContext &c, size_t input, size_t dim,
                                const std::string &what) {
   std::optional<std::vector<SymbolicSize>> dims = c.onnxDims(input);
   SymbolicSize size = dims && dim < dims->size() ? (*dims)[dim] : SymbolicSize::of(0);
-  std::string options;
-  for (const std::string &symbol : size.symbols)
-    if (options.find(symbol + "=") == std::string::npos)
-      options += (options.empty() ? "" : ",") + symbol + "=SIZE";
   return c.fail("input " + std::to_string(input) + " ('" + c.node.input(int(input)) +
                 "') has the dim " + size.str() + " (dim " + std::to_string(dim) +
-                "), a product involving a symbolic dim, which " + what + " (--dim " +
-                options + " fixes its size)");
+                "), a product involving a symbolic dim, which " + what + " (" +
+                dimOptions({size}) + " fixes its size)");
 }
 
 AxisRuns onnximport::runsOrOnes(NodeContext &c, size_t i, size_t rank) {
@@ -189,6 +185,7 @@ std::optional<AxisRuns> onnximport::alignOperands(NodeContext &c,
   // first such operand's) and the product they make.
   std::vector<std::optional<Shape>> groups(rank);
   std::vector<SymbolicSize> products(rank);
+  std::vector<std::pair<size_t, size_t>> owners(rank); // (input, its dim) of each group
   for (size_t k = 0; k < seen.size(); ++k) {
     const Seen &operand = seen[k];
     size_t count = operand.dims.size() - operands[k].trailing, offset = rank - count;
@@ -205,6 +202,7 @@ std::optional<AxisRuns> onnximport::alignOperands(NodeContext &c,
       if (!group) {
         group = Shape(operand.fir.begin() + axis, operand.fir.begin() + axis + operand.runs[d]);
         products[offset + d] = operand.dims[d];
+        owners[offset + d] = {operands[k].input, d};
       }
     }
   }
@@ -225,8 +223,7 @@ std::optional<AxisRuns> onnximport::alignOperands(NodeContext &c,
       } else if (operand.dims[d] == SymbolicSize::of(1)) {
         aligned.insert(aligned.end(), group->size(), Dim::of(1));
       } else {
-        return failOnProduct(c, operands[0].input, offset + d - (rank - seen[0].dims.size() +
-                                                               operands[0].trailing),
+        return failOnProduct(c, owners[offset + d].first, owners[offset + d].second,
                              "input " + std::to_string(operands[k].input) + "'s size " +
                                  operand.dims[d].str() + " does not broadcast with"),
                std::nullopt;

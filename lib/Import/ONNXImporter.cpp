@@ -414,7 +414,8 @@ bool Importer::run(const onnx::ModelProto &model) {
              false;
     if (auto runs = groupedRuns.find(output.name()); runs != groupedRuns.end()) {
       const Shape &fir = values[output.name()]->type.getShape();
-      std::string dims, symbol;
+      std::string dims;
+      std::vector<SymbolicSize> products;
       size_t axis = 0;
       for (int64_t run : runs->second) {
         std::vector<SymbolicSize> factors;
@@ -422,12 +423,12 @@ bool Importer::run(const onnx::ModelProto &model) {
           factors.push_back(SymbolicSize::of(fir[axis++]));
         SymbolicSize dim = *productOf(factors);
         dims += (dims.empty() ? "" : ", ") + dim.str();
-        if (run > 1 && symbol.empty())
-          symbol = dim.symbols[0];
+        if (run > 1)
+          products.push_back(dim);
       }
       return error = "graph output '" + output.name() + "' has the shape [" + dims +
-                     "], whose products of symbolic dims a FIR type cannot hold (--dim " +
-                     symbol + "=SIZE fixes its size)",
+                     "], whose products involving symbolic dims no FIR type holds (" +
+                     dimOptions(products) + " fixes their sizes)",
              false;
     }
     Value *value = nullptr;

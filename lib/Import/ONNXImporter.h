@@ -56,6 +56,9 @@ struct SymbolicSize {
 };
 /// The product of `dims`, or nullopt when it overflows int64.
 std::optional<SymbolicSize> productOf(const std::vector<SymbolicSize> &dims);
+/// `--dim a=SIZE,b=SIZE`: the option that fixes the symbolic dims of
+/// `sizes` (each name once).
+std::string dimOptions(const std::vector<SymbolicSize> &sizes);
 /// x / y when the quotient is again a size (y's names among x's, its
 /// factor dividing x's); nullopt otherwise.
 std::optional<SymbolicSize> quotientOf(const SymbolicSize &x, const SymbolicSize &y);

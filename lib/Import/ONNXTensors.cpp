@@ -97,6 +97,18 @@ std::optional<SymbolicSize> onnximport::quotientOf(const SymbolicSize &x, const 
   return quotient;
 }
 
+std::string onnximport::dimOptions(const std::vector<SymbolicSize> &sizes) {
+  std::vector<std::string> names;
+  for (const SymbolicSize &size : sizes)
+    for (const std::string &symbol : size.symbols)
+      if (!llvm::is_contained(names, symbol))
+        names.push_back(symbol);
+  std::string options;
+  for (const std::string &name : names)
+    options += (options.empty() ? "--dim " : ",") + name + "=SIZE";
+  return options;
+}
+
 const std::string *ShapeValue::firstSymbol() const {
   for (const SymbolicSize &dim : elements)
     if (dim.isSymbolic())
@@ -145,9 +157,8 @@ std::optional<std::vector<Dim>> onnximport::firDims(NodeContext &c,
       dims.push_back(*dim);
       continue;
     }
-    c.fail(what + " holds the size " + size.str() + ", a product of symbolic dims, which " +
-           "only Reshape (to a grouped value) may take (--dim " + size.symbols[0] +
-           "=SIZE fixes its size)");
+    c.fail(what + " holds the size " + size.str() + ", a product involving a symbolic dim, " +
+           "which no FIR dim holds (" + dimOptions({size}) + " fixes its size)");
     return std::nullopt;
   }
   return dims;

@@ -107,6 +107,17 @@ bool onnximport::defineReshape(NodeContext &c, std::vector<SymbolicSize> target,
   bool plain = !c.runsOf(0) && llvm::all_of(resolved, [](const SymbolicSize &size) {
     return size.asDim().has_value();
   });
+  std::optional<SymbolicSize> count = productOf(resolved);
+  if (!plain && (!total || !count || *total != *count || ambiguous)) {
+    std::string from, to;
+    for (const SymbolicSize &size : *dims)
+      from += (from.empty() ? "" : ", ") + size.str();
+    for (const SymbolicSize &size : target)
+      to += (to.empty() ? "" : ", ") + size.str();
+    return c.fail("cannot reshape [" + from + "] to [" + to + "]: the element counts " +
+                  (total ? total->str() : "?") + " and " + (count ? count->str() : "?") +
+                  " differ, or a -1 does not resolve");
+  }
   GroupedShape shape = factorShape(plain ? target : resolved);
   // Regrouping alone (x.view(-1, C) of a [batch, seq, C] x) moves no data.
   bool same = !plain && shape.shape == x->type.getShape();
@@ -159,7 +170,8 @@ bool onnximport::defineBroadcast(NodeContext &c, Value *x, const std::vector<Sym
 /// factored otherwise the operand with the first grouping. Returns the
 /// runs of the broadcast dims, or nullopt after an error.
 std::optional<AxisRuns> onnximport::alignOperands(NodeContext &c,
-                                                  const std::vector<BroadcastOperand> &operands) {
+                                                  const std::vector<BroadcastOperand> &operands,
+                                                  std::optional<int64_t> joined) {
   struct Seen {
     std::vector<SymbolicSize> dims;
     AxisRuns runs;
@@ -204,6 +216,24 @@ std::optional<AxisRuns> onnximport::alignOperands(NodeContext &c,
         products[offset + d] = operand.dims[d];
         owners[offset + d] = {operands[k].input, d};
       }
+    }
+  }
+  // ONNX's broadcast, checked on ONNX's sizes (FIR's would name axes the
+  // model does not have).
+  std::vector<std::pair<size_t, SymbolicSize>> sizes(rank, {0, SymbolicSize::of(1)});
+  for (size_t k = 0; k < seen.size(); ++k) {
+    size_t count = seen[k].dims.size() - operands[k].trailing, offset = rank - count;
+    for (size_t d = 0; d < count; ++d) {
+      const SymbolicSize &size = seen[k].dims[d];
+      auto &[owner, known] = sizes[offset + d];
+      if (known != SymbolicSize::of(1) && size != SymbolicSize::of(1) && size != known &&
+          joined != int64_t(offset + d))
+        return c.fail("inputs " + std::to_string(owner) + " and " +
+                      std::to_string(operands[k].input) + " do not broadcast at dim " +
+                      std::to_string(offset + d) + ": " + known.str() + " and " + size.str()),
+               std::nullopt;
+      if (size != SymbolicSize::of(1))
+        sizes[offset + d] = {operands[k].input, size};
     }
   }
   AxisRuns result;
@@ -268,6 +298,11 @@ static std::optional<AxisRuns> alignMatMul(NodeContext &c, llvm::StringRef op) {
   if (op == "Gemm" && (c.runsOf(2) || c.attrInt("transA", 0) || b->size() != 2))
     return failOnProduct(c, c.runsOf(2) ? 2 : 0, 0, "Gemm cannot take with transA or a "
                                                     "grouped C"),
+           std::nullopt;
+  const SymbolicSize &k = a->back(), &kB = (*b)[b->size() >= 2 ? b->size() - 2 : 0];
+  if (op == "MatMul" && k != kB)
+    return c.fail("MatMul contracts " + k.str() + " of input 0 with " + kB.str() +
+                  " of input 1"),
            std::nullopt;
   // A matrix (or vector) B: A's rows may be grouped; else both batch.
   bool batched = b->size() > 2;

@@ -35,9 +35,10 @@ struct BroadcastOperand {
 };
 /// Aligns `operands` for a broadcast of their leading dims (substituting
 /// reshaped operands); the runs of the broadcast dims, or nullopt after an
-/// error.
+/// error. Dim `joined` (Concat's axis) may differ between the operands.
 std::optional<AxisRuns> alignOperands(NodeContext &c,
-                                      const std::vector<BroadcastOperand> &operands);
+                                      const std::vector<BroadcastOperand> &operands,
+                                      std::optional<int64_t> joined = std::nullopt);
 
 /// Every output the conversion defined gets `runs` (its FIR rank checked).
 bool defineOutputsGrouped(NodeContext &c, const AxisRuns &runs);

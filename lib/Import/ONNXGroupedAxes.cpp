@@ -84,6 +84,8 @@ public:
   /// Converts the copy; every output gets `runs`.
   bool convert(bool (*convertFn)(NodeContext &), const AxisRuns &runs) {
     NodeContext inner(c.importer, node, c.opset);
+    for (const auto &[i, value] : c.substitutions())
+      inner.substitute(i, value);
     bool converted = convertFn(inner);
     for (const std::string &name : inner.usedAttrs())
       c.ignoreAttr(name);
@@ -130,6 +132,9 @@ static std::optional<std::vector<int64_t>> plainDims(NodeContext &c, size_t inpu
       return failOnProduct(c, input, size_t(*d), what), std::nullopt;
     axis = *d;
   }
+  for (size_t k = 0; k < axes.size(); ++k)
+    if (llvm::is_contained(llvm::makeArrayRef(axes).take_front(k), axes[k]))
+      return c.fail("axis " + std::to_string(axes[k]) + " is given twice"), std::nullopt;
   return axes;
 }
 
@@ -146,7 +151,7 @@ std::optional<bool> onnximport::convertGroupedAxisOp(NodeContext &c,
       return failOnProduct(c, i, size_t(llvm::find_if(*grouped, [](int64_t run) {
                                           return run != 1;
                                         }) - grouped->begin()),
-                           op.str() + " cannot take it as input " + std::to_string(i));
+                           op.str() + " cannot take as input " + std::to_string(i));
   size_t grouped = 0; // Concat's first grouped input; else input 0
   while (!c.runsOf(grouped))
     ++grouped;
@@ -243,13 +248,22 @@ std::optional<bool> onnximport::convertGroupedAxisOp(NodeContext &c,
                                                                                : "join"));
     if (!axis)
       return false;
-    for (size_t i = 0; op == "Concat" && i < c.numInputs(); ++i)
-      if (c.hasInput(i) && (!c.runsOf(i) || *c.runsOf(i) != runs))
-        return failOnProduct(c, grouped, size_t(llvm::find_if(runs, [](int64_t run) {
-                                                  return run != 1;
-                                                }) - runs.begin()),
-                             "Concat cannot join with input " + std::to_string(i) +
-                                 ", grouped otherwise");
+    if (op == "Concat") {
+      // The inputs' grouped dims alike (the same product factored otherwise
+      // reshaped); its joined dim is plain in every input.
+      std::vector<BroadcastOperand> operands;
+      for (size_t i = 0; i < c.numInputs(); ++i)
+        if (c.hasInput(i)) {
+          if (const AxisRuns *other = c.runsOf(i); other && (*other)[(*axis)[0]] != 1)
+            return failOnProduct(c, i, size_t((*axis)[0]), what + "join");
+          operands.push_back({i, 0});
+        }
+      std::optional<AxisRuns> aligned = alignOperands(c, operands, (*axis)[0]);
+      if (!aligned)
+        return false;
+      node.setAttr("axis", {firstAxes(*aligned)[(*axis)[0]]}, false);
+      return node.convert(convert, *aligned);
+    }
     node.setAttr("axis", {first[(*axis)[0]]}, false);
     return node.convert(convert, runs);
   }
@@ -283,6 +297,10 @@ std::optional<bool> onnximport::convertGroupedAxisOp(NodeContext &c,
         plainDims(c, grouped, runs, *axes, rank, what + "remove");
     if (!dims)
       return false;
+    for (int64_t d : *dims)
+      if ((*sizes)[d] != SymbolicSize::of(1))
+        return c.fail("dim " + std::to_string(d) + " has size " + (*sizes)[d].str() +
+                      ", not 1: Squeeze cannot remove it");
     for (int64_t d = 0; d < rank; ++d)
       if (!llvm::is_contained(*dims, d))
         out.push_back(runs[d]);

@@ -119,6 +119,7 @@ public:
   /// Input `i` reads as `value` for the rest of this conversion (a grouped
   /// operand aligned with another); no longer a constant or shape value.
   void substitute(size_t i, Value *value) { substitutes[i] = value; }
+  const std::map<size_t, Value *> &substitutions() const { return substitutes; }
 
   /// Attributes; each read marks the attribute as understood (the importer
   /// rejects a node with an attribute no converter read).

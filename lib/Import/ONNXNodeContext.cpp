@@ -57,8 +57,8 @@ Value *NodeContext::input(size_t i) {
     if (const std::string *symbol = shape->second.firstSymbol()) {
       fail("input '" + name + "' is a shape computation involving the symbolic dim '" +
            *symbol + "'; only shape inputs (Reshape, Expand) may use it, as a dim of "
-           "fusec's types is a size or one name, never an expression (--dim " +
-           *symbol + "=SIZE fixes its size)");
+           "fusec's types is a size or one name, never an expression (" +
+           dimOptions(shape->second.elements) + " fixes its size)");
       return nullptr;
     }
   fail("input '" + name + "' is not defined by an earlier node, an initializer or a graph input");
@@ -87,8 +87,8 @@ std::optional<std::vector<int64_t>> NodeContext::ints(size_t i, const char *what
   std::optional<ShapeValue> shape = shapeValue(i);
   if (const std::string *symbol = shape ? shape->firstSymbol() : nullptr) {
     fail(llvm::Twine(what) + " (input " + llvm::Twine(i) + ") involves the symbolic dim '" +
-         *symbol + "', but must be constant here (--dim " + *symbol +
-         "=SIZE fixes its size)");
+         *symbol + "', but must be constant here (" + dimOptions(shape->elements) +
+         " fixes its size)");
     return std::nullopt;
   }
   if (!shape) {

@@ -205,7 +205,8 @@ static bool convertSoftmax(NodeContext &c) {
     return true;
   }
   // Before opset 13 the input is coerced to 2-D at `axis`: one softmax
-  // over all the dims from `axis` on.
+  // over all the dims from `axis` on (merged into one, the leading dims
+  // kept as they are, so that they may be symbolic).
   int64_t inner = 1;
   for (int64_t d = *axis; d < rank; ++d) {
     const Dim &dim = x->type.getShape()[d];
@@ -216,10 +217,10 @@ static bool convertSoftmax(NodeContext &c) {
       return c.fail("more elements than fit in i64");
   }
   std::string name = c.node.output(0);
-  Attrs flat;
-  flat.set("shape", Attr::makeList({Attr::makeInt(-1), Attr::makeInt(inner)}));
-  Value *rows = c.emit("reshape", {Operand::of(x)}, flat, name + "_rows");
-  attrs.set("axis", Attr::makeInt(1));
+  Shape rowsShape(x->type.getShape().begin(), x->type.getShape().begin() + *axis);
+  rowsShape.push_back(Dim::of(inner));
+  Value *rows = reshapeTo(c, x, rowsShape, name + "_rows");
+  attrs.set("axis", Attr::makeInt(*axis));
   Value *result = c.emit(Op, {Operand::of(rows)}, attrs, name + "_2d");
   Attrs back;
   back.set("shape", makeShapeList(x->type.getShape()));

@@ -1194,5 +1194,24 @@ run_model("grouped_refactor", shape_of("x", "x", [0, 1]) + [
         ("flat", np.int64([-1, 32])), ("e", np.int64([32])),
         ("row", grow))],
     refactored, x_dims=["batch", "seq", 32], tolerance=1e-5)
+# Opset 11: Softmax over the dims from axis 1 on of a [batch * seq, 2, 4]
+# (its leading dims kept, not merged by a -1), joined with rows grouped
+# [seq, batch] (reshaped to [batch, seq] first).
+rows_soft = ga[:, :, :8].reshape(-1, 2, 4)
+soft = np.exp(rows_soft - rows_soft.max((1, 2), keepdims=True))
+soft = (soft / soft.sum((1, 2), keepdims=True)).reshape(-1, 8)
+run_model("grouped_opset11", [
+    helper.make_node("Reshape", ["x", "rows_2_4"], ["r"]),
+    helper.make_node("Softmax", ["r"], ["s"], axis=1),
+    helper.make_node("Reshape", ["s", "rows_8"], ["bt"]),
+    helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+    helper.make_node("Reshape", ["xt", "rows_8"], ["tb"]),
+    helper.make_node("Concat", ["bt", "tb"], ["joined"], axis=1),
+    helper.make_node("ReduceSum", ["joined"], ["y"], axes=[0], keepdims=0)],
+    ga[:, :, :8].copy(),
+    [numpy_helper.from_array(np.int64([-1, 2, 4]), "rows_2_4"),
+     numpy_helper.from_array(np.int64([-1, 8]), "rows_8")],
+    np.concatenate([soft, ga[:, :, :8].transpose(1, 0, 2).reshape(-1, 8)], 1).sum(0),
+    x_dims=["batch", "seq", 8], opset=11, tolerance=1e-5)
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

@@ -135,8 +135,10 @@ struct VarRef final : Node {
   double eval(const int64_t *vars) const override { return fromInt64(vars[slot]); }
   void evalBatch(int64_t *vars, int batchSlot, int64_t count, double *out) const override {
     int64_t start = vars[slot];
+    if (batchSlot != slot)
+      return std::fill(out, out + count, fromInt64(start));
     for (int64_t t = 0; t < count; ++t)
-      out[t] = fromInt64(batchSlot == slot ? start + t : start);
+      out[t] = fromInt64(start + t);
   }
 };
 
@@ -155,6 +157,11 @@ struct IndexOp final : Node {
   NodePtr a, b;
   mutable double rhs[kBatch];
   bool shortCircuit = false; // `&&`/`||` whose right side loads: stay lazy
+  /// The slots the operation reads, when it reads no buffer (nullopt
+  /// otherwise; set by the compiler): one that does not read the batch's
+  /// slot (a convolution's row bounds while a batch runs along the columns)
+  /// is evaluated once per batch.
+  std::optional<uint64_t> pureSlots;
 
   /// The operation on integer operands, as a value of this node's dtype.
   double apply(int64_t x, int64_t y) const {
@@ -183,6 +190,8 @@ struct IndexOp final : Node {
   /// side that reads a buffer (a guard such as `i < n && %idx[i] > 0` must
   /// not read out of range).
   void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const override {
+    if (pureSlots && slot < 64 && !((*pureSlots >> slot) & 1))
+      return std::fill(out, out + count, eval(vars));
     if (shortCircuit)
       return Node::evalBatch(vars, slot, count, out);
     a->evalBatch(vars, slot, count, out);
@@ -192,8 +201,36 @@ struct IndexOp final : Node {
       return;
     }
     b->evalBatch(vars, slot, count, rhs);
+    if (allI64)
+      return applyI64(out, count);
+    if ((kind == KExpr::And || kind == KExpr::Or) && a->dtype == DType::boolean &&
+        b->dtype == DType::boolean) { // bounds checks: held as 0 and 1
+      for (int64_t t = 0; t < count; ++t)
+        out[t] = kind == KExpr::And ? double(out[t] != 0 && rhs[t] != 0)
+                                    : double(out[t] != 0 || rhs[t] != 0);
+      return;
+    }
     for (int64_t t = 0; t < count; ++t)
       out[t] = apply(intOf(out[t], a->dtype), intOf(rhs[t], b->dtype));
+  }
+  /// out[t] = out[t] op rhs[t] on i64 operands, one loop per operation.
+  void applyI64(double *out, int64_t count) const {
+    auto each = [&](auto &&op) {
+      for (int64_t t = 0; t < count; ++t)
+        out[t] = op(asInt64(out[t]), asInt64(rhs[t]));
+    };
+    switch (kind) {
+    case KExpr::Add: return each([](int64_t x, int64_t y) { return fromInt64(wrappingAdd(x, y)); });
+    case KExpr::Sub: return each([](int64_t x, int64_t y) { return fromInt64(wrappingSub(x, y)); });
+    case KExpr::Mul: return each([](int64_t x, int64_t y) { return fromInt64(wrappingMul(x, y)); });
+    case KExpr::Lt: return each([](int64_t x, int64_t y) { return double(x < y); });
+    case KExpr::Le: return each([](int64_t x, int64_t y) { return double(x <= y); });
+    case KExpr::Gt: return each([](int64_t x, int64_t y) { return double(x > y); });
+    case KExpr::Ge: return each([](int64_t x, int64_t y) { return double(x >= y); });
+    default:
+      for (int64_t t = 0; t < count; ++t)
+        out[t] = apply(asInt64(out[t]), asInt64(rhs[t]));
+    }
   }
   double eval(const int64_t *vars) const override {
     if (allI64) // index arithmetic, the lowered loops' hot path
@@ -643,6 +680,24 @@ struct Compiler {
     }
   }
 
+  /// The slots `e` reads (all for one past 63), or nullopt when it reads a
+  /// buffer or counts an evaluation.
+  std::optional<uint64_t> slotsRead(const KExpr &e) const {
+    if (e.kind == KExpr::Load || e.kind == KExpr::Call)
+      return std::nullopt;
+    uint64_t mask = 0;
+    if (e.kind == KExpr::Var)
+      if (auto slot = slots.find(e.name); slot != slots.end())
+        mask = slot->second < 64 ? uint64_t(1) << slot->second : ~uint64_t(0);
+    for (const KExprPtr &arg : e.args) {
+      std::optional<uint64_t> inner = slotsRead(*arg);
+      if (!inner)
+        return std::nullopt;
+      mask |= *inner;
+    }
+    return mask;
+  }
+
   /// `e` as a value of `dtype`: an index select's branches may be an i32
   /// load and i64 index arithmetic, held differently.
   NodePtr compileAs(const KExpr &e, DType dtype) {
@@ -722,6 +777,7 @@ struct Compiler {
                    (e.dtype == DType::i64 || e.isPredicate());
       op->shortCircuit =
           (e.kind == KExpr::And || e.kind == KExpr::Or) && readsBuffer(*e.args[1]);
+      op->pureSlots = slotsRead(e);
       return op;
     }
     }

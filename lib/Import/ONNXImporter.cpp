@@ -283,16 +283,29 @@ bool Importer::importNode(const onnx::NodeProto &node) {
       return context.fail("attribute '" + attr.name() + "' is given twice");
   if (!checkAgainstSchema(context, node, opset))
     return false;
-  // uint8 data and quantized tensors exist for the QDQ operators alone:
-  // DequantizeLinear's data and zero point, QuantizeLinear's zero point.
+  // uint8 constants (read widened to i32) are the QDQ operators' data and
+  // zero points. Elsewhere they may move (an old GPT-2's causal mask buffer,
+  // sliced), be compared or cast: on the widened values these give uint8's
+  // results, where arithmetic would not wrap as uint8 does. Quantized
+  // tensors exist for DequantizeLinear alone.
+  static const std::set<std::string> movesBytes = {
+      "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice",
+      "Gather", "Concat", "Expand", "Tile", "Split"};
+  static const std::set<std::string> readsBytes = {
+      "Cast", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"};
+  bool movesInput = movesBytes.count(node.op_type()) != 0;
+  bool bytesMoved = false;
   for (int i = 0; i < node.input_size(); ++i) {
     const std::string &name = node.input(i);
     bool dequantize = node.op_type() == "DequantizeLinear";
     bool zeroPoint = i == 2 && (dequantize || node.op_type() == "QuantizeLinear");
-    if (unsignedBytes.count(name) && !zeroPoint && !(dequantize && i == 0))
+    bool allowed = zeroPoint || (dequantize && i == 0) || movesInput ||
+                   readsBytes.count(node.op_type());
+    bytesMoved |= movesInput && unsignedBytes.count(name);
+    if (unsignedBytes.count(name) && !allowed)
       return context.fail("input " + std::to_string(i) + " ('" + name +
-                          "') is uint8, which fusec reads only as the data or zero point "
-                          "of DequantizeLinear (and QuantizeLinear's zero point)");
+                          "') is uint8, which fusec reads only as QDQ data or zero points, "
+                          "moved (Reshape, Slice, ...), compared or cast");
     if (quantized.count(name) && !(dequantize && i == 0))
       return context.fail("input " + std::to_string(i) + " ('" + name +
                           "') is QuantizeLinear's output, which fusec keeps only for "
@@ -331,6 +344,10 @@ bool Importer::importNode(const onnx::NodeProto &node) {
                           "') is not supported: " + node.op_type() + " takes " +
                           (i == 0 ? "no inputs" : "at most " + std::to_string(i)) +
                           " here");
+  if (bytesMoved) // still uint8 values
+    for (const std::string &output : node.output())
+      if (!output.empty())
+        unsignedBytes.insert(output);
   for (size_t i = 0; i < context.numOutputs(); ++i)
     if (context.hasOutput(i) && !values.count(node.output(int(i))) &&
         !constants.count(node.output(int(i))) && !shapes.count(node.output(int(i))))

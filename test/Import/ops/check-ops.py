@@ -1213,5 +1213,24 @@ run_model("grouped_opset11", [
      numpy_helper.from_array(np.int64([-1, 8]), "rows_8")],
     np.concatenate([soft, ga[:, :, :8].transpose(1, 0, 2).reshape(-1, 8)], 1).sum(0),
     x_dims=["batch", "seq", 8], opset=11, tolerance=1e-5)
+# A uint8 constant moved, compared and cast (an older GPT-2's causal mask
+# buffer: tril of ones as uint8, sliced to the sequence, cast to bool; 200
+# stays 200, not -56).
+tril = np.tril(np.ones((8, 8), np.uint8))[None, None]
+tril[0, 0, 4, 0] = 200
+scores = rng.standard_normal((1, 1, 5, 5)).astype(np.float32)
+sliced = tril[:, :, :5, :5]
+run_model("uint8_mask", [
+    helper.make_node("Slice", ["bias", "zeros2", "five2", "axes23"], ["window"]),
+    helper.make_node("Cast", ["window"], ["mask"], to=TensorProto.BOOL),
+    helper.make_node("Where", ["mask", "x", "minus"], ["masked"]),
+    helper.make_node("Equal", ["window", "big"], ["is_big"]),
+    helper.make_node("Cast", ["window"], ["wf"], to=TensorProto.FLOAT),
+    helper.make_node("Where", ["is_big", "wf", "masked"], ["y"])], scores,
+    [numpy_helper.from_array(v, n) for n, v in (
+        ("bias", tril), ("zeros2", np.int64([0, 0])), ("five2", np.int64([5, 5])),
+        ("axes23", np.int64([2, 3])), ("minus", np.float32(-1e4)), ("big", np.uint8(200)))],
+    np.where(sliced == 200, sliced.astype(np.float32),
+             np.where(sliced != 0, scores, np.float32(-1e4))))
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

@@ -294,6 +294,28 @@ struct IndexCalc {
   }
 };
 
+/// An i64 index expression in IndexCalc's form (a lowered guard's
+/// coordinates of `bx * 256 + tx`): one node instead of a tree of
+/// operations, its divisions memoized.
+struct AffineValue final : Node {
+  IndexCalc calc;
+  double eval(const int64_t *vars) const override { return fromInt64(calc.eval(vars)); }
+  /// Along a slot that no division reads, the values step by its
+  /// coefficient.
+  void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const override {
+    for (const IndexCalc::Derived &term : calc.derived)
+      for (const auto &[termSlot, coefficient] : term.baseTerms)
+        if (termSlot == slot)
+          return Node::evalBatch(vars, slot, count, out);
+    int64_t first = calc.eval(vars), step = 0;
+    for (const auto &[termSlot, coefficient] : calc.terms)
+      if (termSlot == slot)
+        step = wrappingAdd(step, coefficient);
+    for (int64_t t = 0; t < count; ++t)
+      out[t] = fromInt64(wrappingAdd(first, wrappingMul(step, t)));
+  }
+};
+
 struct Load final : Node {
   const Buffer *buffer;
   std::vector<IndexCalc> indices;
@@ -680,6 +702,26 @@ struct Compiler {
     }
   }
 
+  /// Whether `e` is i64 arithmetic (+, -, *, floordiv, mod) of i64
+  /// variables and constants throughout, which IndexCalc computes alike.
+  static bool isI64Arithmetic(const KExpr &e) {
+    if (e.dtype != DType::i64)
+      return false;
+    switch (e.kind) {
+    case KExpr::IntConst:
+    case KExpr::Var:
+      return true;
+    case KExpr::Add:
+    case KExpr::Sub:
+    case KExpr::Mul:
+    case KExpr::FloorDiv:
+    case KExpr::Mod:
+      return llvm::all_of(e.args, [](const KExprPtr &arg) { return isI64Arithmetic(*arg); });
+    default:
+      return false;
+    }
+  }
+
   /// The slots `e` reads (all for one past 63), or nullopt when it reads a
   /// buffer or counts an evaluation.
   std::optional<uint64_t> slotsRead(const KExpr &e) const {
@@ -767,6 +809,11 @@ struct Compiler {
       return select;
     }
     default: {
+      if (IndexCalc calc; isI64Arithmetic(e) && affine(e, calc, 1)) {
+        auto value = std::make_unique<AffineValue>();
+        value->calc = std::move(calc);
+        return value;
+      }
       auto op = std::make_unique<IndexOp>();
       op->kind = e.kind;
       op->a = compile(*e.args[0]);

@@ -206,7 +206,7 @@ std::optional<AxisRuns> onnximport::alignOperands(NodeContext &c,
         continue;
       std::optional<Shape> &group = groups[offset + d];
       if (group && products[offset + d] != operand.dims[d])
-        return c.fail("inputs " + std::to_string(operands[0].input) + " and " +
+        return c.fail("inputs " + std::to_string(owners[offset + d].first) + " and " +
                       std::to_string(operands[k].input) + " differ at dim " +
                       std::to_string(offset + d) + ": " + products[offset + d].str() +
                       " and " + operand.dims[d].str()),

@@ -148,6 +148,29 @@ static bool convertRange(NodeContext &c) {
 
 static bool convertTile(NodeContext &c) {
   Value *x = c.input(0);
+  // A symbolic repeat of a size-1 dim (nn.MultiheadAttention's bias_k tiled
+  // to the batch) is a broadcast to that size.
+  if (std::optional<ShapeValue> symbolic = c.shapeValue(1); x && symbolic && !symbolic->isStatic()) {
+    const Shape &in = x->type.getShape();
+    if (symbolic->elements.size() != in.size() || c.runsOf(0))
+      return c.fail("repeats has " + std::to_string(symbolic->elements.size()) +
+                    " entries for rank " + std::to_string(in.size()));
+    std::vector<SymbolicSize> dims, target;
+    for (size_t d = 0; d < in.size(); ++d) {
+      const SymbolicSize &repeat = symbolic->elements[d];
+      dims.push_back(SymbolicSize::of(in[d]));
+      if (repeat.isSymbolic() && in[d] != Dim::of(1))
+        return c.fail("repeats entry " + std::to_string(d) + " is " + repeat.str() +
+                      ", which tiles a dim of size " + in[d].str() + " (" +
+                      dimOptions({repeat}) + " fixes its size)");
+      if (repeat.isStatic() && repeat.size != 1)
+        return c.fail("repeats mixes symbolic entries with a static repeat of " +
+                      std::to_string(repeat.size) + " (" + dimOptions(symbolic->elements) +
+                      " fixes their sizes)");
+      target.push_back(repeat.isSymbolic() ? repeat : dims.back());
+    }
+    return defineBroadcast(c, x, dims, AxisRuns(in.size(), 1), target);
+  }
   std::optional<std::vector<int64_t>> repeats = x ? c.ints(1, "repeats") : std::nullopt;
   if (!repeats)
     return false;

@@ -1213,6 +1213,17 @@ run_model("grouped_opset11", [
      numpy_helper.from_array(np.int64([-1, 8]), "rows_8")],
     np.concatenate([soft, ga[:, :, :8].transpose(1, 0, 2).reshape(-1, 8)], 1).sum(0),
     x_dims=["batch", "seq", 8], opset=11, tolerance=1e-5)
+# Tile by a symbolic repeat of a size-1 dim (nn.MultiheadAttention's bias_k
+# tiled to the batch): a broadcast.
+trow = rng.standard_normal((1, 32)).astype(np.float32)
+run_model("tile_symbolic", shape_of("x", "x", [0]) + [
+    helper.make_node("Concat", ["x_u0", "one_one"], ["reps"], axis=0),
+    helper.make_node("Tile", ["row", "reps"], ["tiled"]),
+    helper.make_node("Unsqueeze", ["tiled", "axis1"], ["tiled3"]),
+    helper.make_node("Add", ["x", "tiled3"], ["y"])], ga,
+    index_inits + [numpy_helper.from_array(v, n) for n, v in (
+        ("one_one", np.int64([1])), ("row", trow), ("axis1", np.int64([1])))],
+    ga + trow[:, None, :], x_dims=["batch", 5, 32])
 # A uint8 constant moved, compared and cast (an older GPT-2's causal mask
 # buffer: tril of ones as uint8, sliced to the sequence, cast to bool; 200
 # stays 200, not -56).

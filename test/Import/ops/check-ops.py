@@ -1213,6 +1213,24 @@ run_model("grouped_opset11", [
      numpy_helper.from_array(np.int64([-1, 8]), "rows_8")],
     np.concatenate([soft, ga[:, :, :8].transpose(1, 0, 2).reshape(-1, 8)], 1).sum(0),
     x_dims=["batch", "seq", 8], opset=11, tolerance=1e-5)
+# Shape arithmetic on symbolic dims: (batch * 4) / 4 is batch, seq + seq is
+# seq * 2 (a grouped dim), (seq + seq) - seq is seq.
+run_model("symbolic_arithmetic", shape_of("x", "x", [0, 1]) + [
+    helper.make_node("Mul", ["x_g0", "heads"], ["b4"]),
+    helper.make_node("Div", ["b4", "heads"], ["b"]),
+    helper.make_node("Add", ["x_g1", "x_g1"], ["t2"]),
+    helper.make_node("Sub", ["t2", "x_g1"], ["t"]),
+    helper.make_node("Unsqueeze", ["b", "axis0"], ["b1"]),
+    helper.make_node("Unsqueeze", ["t2", "axis0"], ["t21"]),
+    helper.make_node("Unsqueeze", ["t", "axis0"], ["t1"]),
+    helper.make_node("Concat", ["b1", "t21", "sixteen"], ["doubled"], axis=0),
+    helper.make_node("Reshape", ["x", "doubled"], ["halves"]),
+    helper.make_node("Neg", ["halves"], ["negated"]),
+    helper.make_node("Concat", ["b1", "t1", "e"], ["back"], axis=0),
+    helper.make_node("Reshape", ["negated", "back"], ["y"])], ga,
+    index_inits + [numpy_helper.from_array(v, n) for n, v in (
+        ("sixteen", np.int64([16])), ("e", np.int64([32])))],
+    -ga, x_dims=["batch", "seq", 32])
 # Tile by a symbolic repeat of a size-1 dim (nn.MultiheadAttention's bias_k
 # tiled to the batch): a broadcast.
 trow = rng.standard_normal((1, 32)).astype(np.float32)

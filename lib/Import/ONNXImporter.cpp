@@ -430,17 +430,12 @@ bool Importer::run(const onnx::ModelProto &model) {
                      "a DequantizeLinear of it can be",
              false;
     if (auto runs = groupedRuns.find(output.name()); runs != groupedRuns.end()) {
-      const Shape &fir = values[output.name()]->type.getShape();
       std::string dims;
       std::vector<SymbolicSize> products;
-      size_t axis = 0;
-      for (int64_t run : runs->second) {
-        std::vector<SymbolicSize> factors;
-        for (int64_t k = 0; k < run; ++k)
-          factors.push_back(SymbolicSize::of(fir[axis++]));
-        SymbolicSize dim = *productOf(factors);
+      for (const SymbolicSize &dim :
+           onnxDimsOf(values[output.name()]->type.getShape(), &runs->second)) {
         dims += (dims.empty() ? "" : ", ") + dim.str();
-        if (run > 1)
+        if (!dim.asDim())
           products.push_back(dim);
       }
       return error = "graph output '" + output.name() + "' has the shape [" + dims +

@@ -83,6 +83,10 @@ struct ShapeValue {
 /// Only the operators of ONNXGrouped.cpp read one.
 using AxisRuns = std::vector<int64_t>;
 
+/// The ONNX dims of a FIR shape grouped by `runs` (each dim its own run
+/// when null).
+std::vector<SymbolicSize> onnxDimsOf(const Shape &fir, const AxisRuns *runs);
+
 class Importer;
 
 /// What a converter sees of one node.
@@ -353,10 +357,9 @@ inline bool isInt64Value(double value) {
 }
 /// `[1, 2, 3]` as an attribute.
 Attr makeIntList(const std::vector<int64_t> &values);
-/// `sizes` as FIR dims; a product of symbolic dims is an error naming
-/// `what` (a FIR dim is a size or one name).
-std::optional<std::vector<Dim>> firDims(NodeContext &c, const std::vector<SymbolicSize> &sizes,
-                                        const std::string &what);
+/// `sizes` as FIR dims; nullopt when one is a product (a grouped value's
+/// dim).
+std::optional<std::vector<Dim>> firDims(const std::vector<SymbolicSize> &sizes);
 /// A shape attribute: ints, and symbolic dims by name (`[batch, -1]`).
 Attr makeShapeList(const std::vector<Dim> &dims);
 /// Normalizes `axis` against `rank` (negative counts from the end).

@@ -130,20 +130,23 @@ const AxisRuns *NodeContext::runsOf(size_t i) const {
   return found == importer.groupedRuns.end() ? nullptr : &found->second;
 }
 
+std::vector<SymbolicSize> onnximport::onnxDimsOf(const Shape &fir, const AxisRuns *runs) {
+  std::vector<SymbolicSize> dims;
+  size_t axis = 0;
+  for (size_t d = 0; d < (runs ? runs->size() : fir.size()); ++d) {
+    std::vector<SymbolicSize> factors;
+    for (int64_t k = 0; k < (runs ? (*runs)[d] : 1); ++k)
+      factors.push_back(SymbolicSize::of(fir[axis++]));
+    dims.push_back(*productOf(factors)); // a FIR type's element count fits int64
+  }
+  return dims;
+}
+
 std::optional<std::vector<SymbolicSize>> NodeContext::onnxDims(size_t i) const {
   std::optional<Shape> shape = inputShape(i);
   if (!shape)
     return std::nullopt;
-  std::vector<SymbolicSize> dims;
-  const AxisRuns *runs = runsOf(i);
-  size_t axis = 0;
-  for (size_t d = 0; d < (runs ? runs->size() : shape->size()); ++d) {
-    std::vector<SymbolicSize> factors;
-    for (int64_t k = 0; k < (runs ? (*runs)[d] : 1); ++k)
-      factors.push_back(SymbolicSize::of((*shape)[axis++]));
-    dims.push_back(*productOf(factors)); // a FIR type's element count fits int64
-  }
-  return dims;
+  return onnxDimsOf(*shape, runsOf(i));
 }
 
 const onnx::AttributeProto *NodeContext::findAttr(llvm::StringRef name) const {

@@ -31,14 +31,10 @@ static bool convertExpand(NodeContext &c) {
     return c.fail("the shape (input 1) must be a constant or a shape computation that folds");
   // A grouped x, or a size that is a product (x.expand_as(y) of a grouped
   // y), broadcasts to the factors (ONNXGrouped.cpp).
-  if (c.runsOf(0) || llvm::any_of(shape->elements, [](const SymbolicSize &size) {
-        return !size.asDim();
-      }))
+  std::optional<std::vector<Dim>> target = firDims(shape->elements);
+  if (c.runsOf(0) || !target)
     return defineBroadcast(c, x, *c.onnxDims(0), runsOrOnes(c, 0, c.onnxDims(0)->size()),
                            shape->elements);
-  std::optional<std::vector<Dim>> target = firDims(c, shape->elements, "the shape (input 1)");
-  if (!target)
-    return false;
   // ONNX broadcasts both ways: the result is broadcast(x.shape, shape).
   const Shape &in = x->type.getShape();
   size_t rank = std::max(in.size(), target->size());
@@ -85,12 +81,10 @@ static bool convertConstantOfShape(NodeContext &c) {
     value = isFloatDType(dtype) ? data->get(0) : double(data->getInt(0));
   }
   if (symbolic) {
-    if (llvm::any_of(symbolic->elements, [](const SymbolicSize &size) { return !size.asDim(); }))
+    std::optional<std::vector<Dim>> dims = firDims(symbolic->elements);
+    if (!dims)
       return defineBroadcast(c, c.emitSplat(value, dtype, {}, c.node.output(0) + "_fill"), {},
                              {}, symbolic->elements); // zeros_like of a grouped value
-    std::optional<std::vector<Dim>> dims = firDims(c, symbolic->elements, "the shape");
-    if (!dims)
-      return false;
     for (const Dim &dim : *dims)
       if (dim.isStatic() && (dim.size < 0 || dim.size > kMaxDimSize))
         return c.fail("invalid shape entry " + std::to_string(dim.size));

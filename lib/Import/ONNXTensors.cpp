@@ -148,18 +148,13 @@ Attr onnximport::makeIntList(const std::vector<int64_t> &values) {
   return Attr::makeList(std::move(items));
 }
 
-std::optional<std::vector<Dim>> onnximport::firDims(NodeContext &c,
-                                                    const std::vector<SymbolicSize> &sizes,
-                                                    const std::string &what) {
+std::optional<std::vector<Dim>> onnximport::firDims(const std::vector<SymbolicSize> &sizes) {
   std::vector<Dim> dims;
   for (const SymbolicSize &size : sizes) {
-    if (std::optional<Dim> dim = size.asDim()) {
-      dims.push_back(*dim);
-      continue;
-    }
-    c.fail(what + " holds the size " + size.str() + ", a product involving a symbolic dim, " +
-           "which no FIR dim holds (" + dimOptions({size}) + " fixes its size)");
-    return std::nullopt;
+    std::optional<Dim> dim = size.asDim();
+    if (!dim)
+      return std::nullopt;
+    dims.push_back(*dim);
   }
   return dims;
 }

@@ -292,6 +292,22 @@ struct IndexCalc {
     }
     return value;
   }
+  /// Whether a floordiv/mod term reads `slot`: else the index moves
+  /// linearly along it, by stepAlong(slot).
+  bool divisionReads(int slot) const {
+    for (const Derived &term : derived)
+      for (const auto &[termSlot, coefficient] : term.baseTerms)
+        if (termSlot == slot)
+          return true;
+    return false;
+  }
+  int64_t stepAlong(int slot) const {
+    int64_t step = 0;
+    for (const auto &[termSlot, coefficient] : terms)
+      if (termSlot == slot)
+        step = wrappingAdd(step, coefficient);
+    return step;
+  }
 };
 
 /// An i64 index expression in IndexCalc's form (a lowered guard's
@@ -303,14 +319,9 @@ struct AffineValue final : Node {
   /// Along a slot that no division reads, the values step by its
   /// coefficient.
   void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const override {
-    for (const IndexCalc::Derived &term : calc.derived)
-      for (const auto &[termSlot, coefficient] : term.baseTerms)
-        if (termSlot == slot)
-          return Node::evalBatch(vars, slot, count, out);
-    int64_t first = calc.eval(vars), step = 0;
-    for (const auto &[termSlot, coefficient] : calc.terms)
-      if (termSlot == slot)
-        step = wrappingAdd(step, coefficient);
+    if (calc.divisionReads(slot))
+      return Node::evalBatch(vars, slot, count, out);
+    int64_t first = calc.eval(vars), step = calc.stepAlong(slot);
     for (int64_t t = 0; t < count; ++t)
       out[t] = fromInt64(wrappingAdd(first, wrappingMul(step, t)));
   }
@@ -363,12 +374,9 @@ struct Load final : Node {
     int64_t offset = 0, step = 0;
     for (size_t d = 0; d < indices.size(); ++d) {
       const IndexCalc &calc = indices[d];
-      if (calc.general || !calc.derived.empty())
+      if (calc.general || calc.divisionReads(slot))
         return Node::evalBatch(vars, slot, count, out);
-      int64_t first = calc.eval(vars), delta = 0;
-      for (const auto &[termSlot, coefficient] : calc.terms)
-        if (termSlot == slot)
-          delta += coefficient;
+      int64_t first = calc.eval(vars), delta = calc.stepAlong(slot);
       int64_t last = first + delta * (count - 1);
       if (std::min(first, last) < 0 || std::max(first, last) >= buffer->shape[d])
         return Node::evalBatch(vars, slot, count, out); // reports the index

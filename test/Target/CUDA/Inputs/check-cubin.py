@@ -5,7 +5,7 @@ Checks that each CUBIN is a CUDA ELF (magic, EM_CUDA = 190) built for sm_NN
 (the SM number sits in e_flags: bits 8-15 in the ABI of CUDA 12 and later,
 bits 0-7 before), and that the files cover every DIR/*.fir at every level
 (named <sample>.<level>.<arch>.cubin), so a new sample without RUN lines
-in nvrtc-samples.test fails the test. Prints one summary line."""
+in nvrtc-samples-sm*.test fails the test. Prints one summary line."""
 import os
 import struct
 import sys

@@ -262,6 +262,19 @@ struct IndexCalc {
     // single-threaded).
     mutable int64_t lastBase = 0, lastResult = 0;
     mutable bool cached = false;
+    // Likewise for the last batch along a slot the base reads (a lowered
+    // thread's `floordiv(tx, 16)` in every iteration of its loops).
+    mutable int64_t lastBatchBase = 0, lastBatchStep = 0;
+    mutable std::vector<int64_t> lastBatch;
+    /// The chain of floordiv/mod steps applied to `x` (floor semantics).
+    int64_t divided(int64_t x) const {
+      for (const auto &[isMod, c] : steps) { // c > 0: no check needed
+        int64_t q = x / c;
+        q -= (x % c != 0 && x < 0);
+        x = isMod ? x - q * c : q;
+      }
+      return x;
+    }
   };
   int64_t constant = 0;
   std::vector<std::pair<int, int64_t>> terms; // slot, coefficient
@@ -278,20 +291,17 @@ struct IndexCalc {
       for (const auto &[slot, coefficient] : term.baseTerms)
         base = wrappingAdd(base, wrappingMul(coefficient, vars[slot]));
       if (!term.cached || base != term.lastBase) {
-        int64_t x = base;
-        for (const auto &[isMod, c] : term.steps) { // c > 0: no check needed
-          int64_t q = x / c;
-          q -= (x % c != 0 && x < 0);
-          x = isMod ? x - q * c : q;
-        }
         term.lastBase = base;
-        term.lastResult = x;
+        term.lastResult = term.divided(base);
         term.cached = true;
       }
       value = wrappingAdd(value, wrappingMul(term.coefficient, term.lastResult));
     }
     return value;
   }
+  /// The values for vars[slot] = start .. start + count - 1 (vars[slot]
+  /// holds start), divisions of terms that read the slot taken per element.
+  void evalBatch(int64_t *vars, int slot, int64_t count, int64_t *out) const;
   /// Whether a floordiv/mod term reads `slot`: else the index moves
   /// linearly along it, by stepAlong(slot).
   bool divisionReads(int slot) const {
@@ -319,11 +329,10 @@ struct AffineValue final : Node {
   /// Along a slot that no division reads, the values step by its
   /// coefficient.
   void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const override {
-    if (calc.divisionReads(slot))
-      return Node::evalBatch(vars, slot, count, out);
-    int64_t first = calc.eval(vars), step = calc.stepAlong(slot);
+    int64_t values[kBatch];
+    calc.evalBatch(vars, slot, count, values);
     for (int64_t t = 0; t < count; ++t)
-      out[t] = fromInt64(wrappingAdd(first, wrappingMul(step, t)));
+      out[t] = fromInt64(values[t]);
   }
 };
 
@@ -367,28 +376,34 @@ struct Load final : Node {
   }
 
   void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const override {
-    if (buffer->threadSlot >= 0 || laneSlot >= 0)
+    if (laneSlot >= 0) // counted and checked per lane
       return Node::evalBatch(vars, slot, count, out);
-    // Affine indices move linearly with the batched variable: checking the
-    // first and the last element checks them all.
     int64_t offset = 0, step = 0;
-    for (size_t d = 0; d < indices.size(); ++d) {
-      const IndexCalc &calc = indices[d];
-      if (calc.general || calc.divisionReads(slot))
-        return Node::evalBatch(vars, slot, count, out);
-      int64_t first = calc.eval(vars), delta = calc.stepAlong(slot);
-      int64_t last = first + delta * (count - 1);
-      if (std::min(first, last) < 0 || std::max(first, last) >= buffer->shape[d])
-        return Node::evalBatch(vars, slot, count, out); // reports the index
-      offset += first * buffer->strides[d];
-      step += delta * buffer->strides[d];
+    if (linearOffsets(*buffer, indices, vars, slot, count, offset, step)) {
+      const double *data = buffer->data.data() + offset;
+      for (int64_t t = 0; t < count; ++t)
+        out[t] = data[t * step];
+    } else {
+      int64_t offsets[kBatch];
+      batchOffsets(*buffer, indices, vars, slot, count, offsets);
+      for (int64_t t = 0; t < count; ++t)
+        out[t] = buffer->data[offsets[t]];
     }
-    const double *data = buffer->data.data() + offset;
-    for (int64_t t = 0; t < count; ++t)
-      out[t] = data[t * step];
     if (buffer->global)
       *bytesRead += elementBytes * count;
   }
+
+  /// When every index moves linearly along `slot` and the batch stays in
+  /// range (checking the first and the last element checks them all): the
+  /// first element's offset and the step between elements.
+  static bool linearOffsets(const Buffer &buffer, const std::vector<IndexCalc> &indices,
+                            const int64_t *vars, int slot, int64_t count, int64_t &offset,
+                            int64_t &step);
+
+  /// The offsets of a batch's elements, each index range-checked (the
+  /// first element out of range is reported as elementOffset reports it).
+  static void batchOffsets(const Buffer &buffer, const std::vector<IndexCalc> &indices,
+                           int64_t *vars, int slot, int64_t count, int64_t *offsets);
 };
 
 enum class Op {

@@ -133,58 +133,83 @@ void runStage(const KStage &stage, Compiler &compiler, Buffer &out) {
       total *= extents[d];
     return total;
   };
-  // Visits every point of dims [from, to - 1) and, along dim to - 1, runs
-  // `inner(count)` per batch with vars[to - 1] at the batch start.
-  auto sweep = [&](size_t from, size_t to, auto &&inner) {
+  // Visits every point of dims [from, to) but `batched` and, along
+  // `batched`, runs `inner(count, slot)` per batch with vars[batched] at the
+  // batch start (slot -1 when the range is empty: one point).
+  auto sweep = [&](size_t from, size_t to, size_t batched, auto &&inner) {
     if (from == to) {
       inner(int64_t(1), -1);
       return;
     }
-    size_t last = to - 1;
-    int64_t outer = product(from, last), extent = extents[last];
+    int64_t outer = product(from, to) / std::max<int64_t>(extents[batched], 1);
+    if (extents[batched] == 0)
+      return;
     for (int64_t point = 0; point < outer; ++point) {
-      for (size_t d = last, rest = point; d-- > from;) {
+      for (size_t d = to, rest = point; d-- > from;) {
+        if (d == batched)
+          continue;
         vars[d] = int64_t(rest % extents[d]);
         rest /= extents[d];
       }
-      for (int64_t start = 0; start < extent; start += kBatch) {
-        vars[last] = start;
-        inner(std::min(kBatch, extent - start), int(last));
+      for (int64_t start = 0; start < extents[batched]; start += kBatch) {
+        vars[batched] = start;
+        inner(std::min(kBatch, extents[batched] - start), int(batched));
       }
     }
   };
-  int64_t flat = 0;
+  // Batches run along the innermost output dim, or along a longer one when
+  // it is short (a convolution's 7 x 7 rows beside 512 channels): the cost
+  // of a batch is mostly per call, so fewer, fuller batches run faster. The
+  // elements and the order each one folds its reduction are the same.
+  size_t batched = spatialCount ? spatialCount - 1 : 0;
+  for (size_t d = 0; d + 1 < spatialCount; ++d)
+    if (extents[batched] < kBatch && extents[d] > extents[batched])
+      batched = d;
+  int64_t outStride = spatialCount ? out.strides[batched] : 1;
+  auto outOffset = [&]() {
+    int64_t offset = 0;
+    for (size_t d = 0; d < spatialCount; ++d)
+      offset += vars[d] * out.strides[d];
+    return offset;
+  };
+  int64_t stored = 0;
+  auto store = [&](const double *values, int64_t count, DType from) {
+    double *to = out.data.data() + outOffset();
+    for (int64_t t = 0; t < count; ++t)
+      to[t * outStride] = convertValue(values[t], from, out.dtype);
+    stored += count;
+  };
   if (!stage.isReduction()) {
-    sweep(0, spatialCount, [&](int64_t count, int slot) {
+    sweep(0, spatialCount, batched, [&](int64_t count, int slot) {
       if (slot < 0)
         batch[0] = body->eval(vars.data());
       else
         body->evalBatch(vars.data(), slot, count, batch);
-      for (int64_t t = 0; t < count; ++t)
-        out.data[flat++] = convertValue(batch[t], bodyDType, out.dtype);
+      store(batch, count, bodyDType);
     });
   } else {
     // Each output element folds its reduction points in order. With spatial
     // dims, a batch of neighbouring outputs is folded together (same order
-    // per element, contiguous loads); a 0-d output batches the reduction.
+    // per element); a 0-d output batches the reduction.
     int64_t reduceTotal = product(spatialCount, extents.size());
     double accs[kBatch];
-    sweep(0, spatialCount, [&](int64_t count, int slot) {
+    sweep(0, spatialCount, batched, [&](int64_t count, int slot) {
       double init = isIntDType(stage.accumulate)
                         ? intValueOf(stage.intInit, stage.accumulate)
                         : roundTo(stage.init, stage.accumulate);
       if (slot < 0) {
         double acc = init;
         if (reduceTotal > 0)
-          sweep(spatialCount, extents.size(), [&](int64_t n, int innerSlot) {
-            if (innerSlot < 0)
-              batch[0] = body->eval(vars.data());
-            else
-              body->evalBatch(vars.data(), innerSlot, n, batch);
-            acc = combineAll(combiner, acc, batch, n, bodyDType, stage.accumulate);
-            *combineCount += n;
-          });
-        out.data[flat++] = convertValue(acc, stage.accumulate, out.dtype);
+          sweep(spatialCount, extents.size(), extents.size() - 1,
+                [&](int64_t n, int innerSlot) {
+                  if (innerSlot < 0)
+                    batch[0] = body->eval(vars.data());
+                  else
+                    body->evalBatch(vars.data(), innerSlot, n, batch);
+                  acc = combineAll(combiner, acc, batch, n, bodyDType, stage.accumulate);
+                  *combineCount += n;
+                });
+        store(&acc, 1, stage.accumulate);
         return;
       }
       std::fill(accs, accs + count, init);
@@ -204,12 +229,11 @@ void runStage(const KStage &stage, Compiler &compiler, Buffer &out) {
         }
       }
       *combineCount += count * reduceTotal;
-      for (int64_t t = 0; t < count; ++t)
-        out.data[flat++] = convertValue(accs[t], stage.accumulate, out.dtype);
+      store(accs, count, stage.accumulate);
     });
   }
   if (out.global)
-    compiler.counters.bytesWritten += elementBytes * flat;
+    compiler.counters.bytesWritten += elementBytes * stored;
 }
 
 } // namespace

@@ -2,9 +2,14 @@
 //
 // A lowered kernel runs launch by launch, block by block. Within a block the
 // launch body's statements run in order: a `parallel` region runs its body
-// once per thread, serially (thread 0 to the last), so a barrier needs no
-// action — every thread has finished the previous phase when the next
-// begins; a shuffle reads every thread's source local first, then writes
+// for every thread before the next statement, so a barrier needs no action
+// — every thread has finished the previous phase when the next begins. The
+// threads run in lockstep batches of up to kBatch: each statement for the
+// batch (values, then stores), an `if` for each run of neighbouring threads
+// taking the same branch, a loop whose extent reads the thread variable
+// thread by thread. Without races (a thread writing what another thread of
+// the same region reads, which a GPU does not order either) the results
+// are those of running the threads one after another. A shuffle reads every thread's source local first, then writes
 // every destination, with CUDA's lane rules (xor: lane ^ offset; down:
 // lane + offset, or the thread's own value past the warp's end). Shared
 // buffers and locals start each block as NaN, so a read before a write
@@ -49,6 +54,17 @@ namespace {
 struct Stmt {
   virtual ~Stmt() = default;
   virtual void exec(int64_t *vars) = 0;
+  /// Runs the statement for the threads vars[slot] = start .. start +
+  /// count - 1 (vars[slot] holds start; count <= kBatch). The default runs
+  /// them one after another; statements that batch run them in lockstep.
+  virtual void execBatch(int64_t *vars, int slot, int64_t count) {
+    int64_t start = vars[slot];
+    for (int64_t t = 0; t < count; ++t) {
+      vars[slot] = start + t;
+      exec(vars);
+    }
+    vars[slot] = start;
+  }
 };
 using StmtPtr = std::unique_ptr<Stmt>;
 
@@ -57,6 +73,10 @@ struct Sequence final : Stmt {
   void exec(int64_t *vars) override {
     for (StmtPtr &stmt : stmts)
       stmt->exec(vars);
+  }
+  void execBatch(int64_t *vars, int slot, int64_t count) override {
+    for (StmtPtr &stmt : stmts)
+      stmt->execBatch(vars, slot, count);
   }
 };
 
@@ -73,11 +93,21 @@ struct ForLoop final : Stmt {
   int slot;
   NodePtr extent;
   StmtPtr body;
+  bool uniformExtent = false; // the same for every thread of a batch
   void exec(int64_t *vars) override {
     int64_t trips = tripCount(extent->evalInt(vars), "a loop");
     for (int64_t i = 0; i < trips; ++i) {
       vars[slot] = i;
       body->exec(vars);
+    }
+  }
+  void execBatch(int64_t *vars, int threadSlot, int64_t count) override {
+    if (!uniformExtent)
+      return Stmt::execBatch(vars, threadSlot, count);
+    int64_t trips = tripCount(extent->evalInt(vars), "a loop");
+    for (int64_t i = 0; i < trips; ++i) {
+      vars[slot] = i;
+      body->execBatch(vars, threadSlot, count);
     }
   }
 };
@@ -90,6 +120,20 @@ struct IfThen final : Stmt {
       then->exec(vars);
     else
       otherwise->exec(vars);
+  }
+  /// Each run of neighbouring threads that take the same branch runs it
+  /// as one batch.
+  void execBatch(int64_t *vars, int slot, int64_t count) override {
+    double taken[kBatch];
+    cond->evalBatch(vars, slot, count, taken);
+    int64_t start = vars[slot];
+    for (int64_t from = 0, to; from < count; from = to) {
+      for (to = from + 1; to < count && (taken[to] != 0) == (taken[from] != 0);)
+        ++to;
+      vars[slot] = start + from;
+      (taken[from] != 0 ? then : otherwise)->execBatch(vars, slot, to - from);
+    }
+    vars[slot] = start;
   }
 };
 
@@ -112,6 +156,27 @@ struct StoreTo final : Stmt {
     if (buffer->global && !(uniformInLane && vars[laneSlot] != 0))
       *bytesWritten += elementBytes;
   }
+  /// Every thread of the batch computes its value, then every thread
+  /// stores (threads that store where another thread of the same region
+  /// reads race on a GPU too).
+  void execBatch(int64_t *vars, int slot, int64_t count) override {
+    if (laneSlot >= 0) // counted and checked per lane
+      return Stmt::execBatch(vars, slot, count);
+    double values[kBatch];
+    value->evalBatch(vars, slot, count, values);
+    int64_t offset, step;
+    if (Load::linearOffsets(*buffer, indices, vars, slot, count, offset, step)) {
+      for (int64_t t = 0; t < count; ++t)
+        buffer->data[offset + t * step] = convertValue(values[t], value->dtype, buffer->dtype);
+    } else {
+      int64_t offsets[kBatch];
+      Load::batchOffsets(*buffer, indices, vars, slot, count, offsets);
+      for (int64_t t = 0; t < count; ++t)
+        buffer->data[offsets[t]] = convertValue(values[t], value->dtype, buffer->dtype);
+    }
+    if (buffer->global)
+      *bytesWritten += elementBytes * count;
+  }
 };
 
 struct ParallelRegion final : Stmt {
@@ -119,9 +184,9 @@ struct ParallelRegion final : Stmt {
   int64_t threads;
   StmtPtr body;
   void exec(int64_t *vars) override {
-    for (int64_t t = 0; t < threads; ++t) {
-      vars[threadSlot] = t;
-      body->exec(vars);
+    for (int64_t start = 0; start < threads; start += kBatch) {
+      vars[threadSlot] = start;
+      body->execBatch(vars, threadSlot, std::min(kBatch, threads - start));
     }
   }
 };
@@ -379,6 +444,7 @@ public:
     case LStmt::For: {
       auto loop = std::make_unique<ForLoop>();
       loop->extent = compiler.compile(*stmt.extent);
+      loop->uniformExtent = !usesVar(*stmt.extent, threadVar) && !readsBuffer(*stmt.extent);
       loop->slot = newSlot(stmt.var);
       bool vector = stmt.loopKind == LStmt::Vector;
       if (vector) {
@@ -429,6 +495,7 @@ public:
   const Kernel &kernel;
   Compiler &compiler;
   int slotCount = 0, threadSlot = 0;
+  std::string threadVar;
   int64_t threads = 1;
   AsyncState async;
 };
@@ -443,6 +510,7 @@ void exec::runLaunches(const Kernel &kernel, Compiler &compiler) {
     NodePtr gridSize = compiler.compile(*launch.gridSize);
     int blockSlot = launchCompiler.newSlot(launch.blockVar);
     launchCompiler.threadSlot = launchCompiler.newSlot(launch.threadVar);
+    launchCompiler.threadVar = launch.threadVar;
     launchCompiler.threads = launch.threads;
     std::vector<std::unique_ptr<Buffer>> scratch;
     for (const KBuffer &declared : launch.buffers) {

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "ExecNodes.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 using namespace fusec;
 using namespace fusec::exec;
 
@@ -104,4 +106,92 @@ void Load::batchOffsets(const Buffer &buffer, const std::vector<IndexCalc> &indi
     for (int64_t t = 0; t < count; ++t)
       offsets[t] += (vars[buffer.threadSlot] + (buffer.threadSlot == slot ? t : 0)) *
                     buffer.threadStride;
+}
+
+int64_t IndexCalc::evalWithout(const int64_t *vars, int slot) const {
+  int64_t value = constant;
+  for (const auto &[termSlot, coefficient] : terms)
+    if (termSlot != slot)
+      value = wrappingAdd(value, wrappingMul(coefficient, vars[termSlot]));
+  for (const Derived &term : derived) {
+    int64_t base = term.base;
+    bool readsSlot = false;
+    for (const auto &[termSlot, coefficient] : term.baseTerms) {
+      base = wrappingAdd(base, wrappingMul(coefficient, vars[termSlot]));
+      readsSlot |= termSlot == slot;
+    }
+    if (!readsSlot)
+      value = wrappingAdd(value, wrappingMul(term.coefficient, term.divided(base)));
+  }
+  return value;
+}
+
+// A uniform part beyond this magnitude might wrap when added: such batches
+// take the general path, which computes each index as eval does.
+static constexpr int64_t kSplitLimit = int64_t(1) << 60;
+
+const int64_t *SplitOffsets::get(const Buffer &buffer, const std::vector<IndexCalc> &indices,
+                                 const int64_t *vars, int slot, int64_t count, int64_t &base) {
+  if (slot != this->slot || vars[slot] != start || count != this->count)
+    rebuild(buffer, indices, slot, vars[slot], count);
+  if (!splits)
+    return nullptr;
+  base = 0;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    int64_t uniform = indices[d].evalWithout(vars, slot);
+    if (uniform < -kSplitLimit || uniform > kSplitLimit || uniform + low[d] < 0 ||
+        uniform + high[d] >= buffer.shape[d])
+      return nullptr;
+    base += uniform * buffer.strides[d];
+  }
+  if (buffer.threadSlot >= 0 && buffer.threadSlot != slot)
+    base += vars[buffer.threadSlot] * buffer.threadStride;
+  return perElement.data();
+}
+
+void SplitOffsets::rebuild(const Buffer &buffer, const std::vector<IndexCalc> &indices,
+                           int slot, int64_t start, int64_t count) {
+  this->slot = slot;
+  this->start = start;
+  this->count = count;
+  splits = false;
+  for (const IndexCalc &calc : indices) {
+    if (calc.general)
+      return;
+    for (const IndexCalc::Derived &term : calc.derived) {
+      size_t reading = llvm::count_if(term.baseTerms, [&](const auto &baseTerm) {
+        return baseTerm.first == slot;
+      });
+      if (reading != 0 && reading != term.baseTerms.size())
+        return; // reads the slot and another variable
+    }
+  }
+  perElement.assign(count, 0);
+  low.assign(indices.size(), 0);
+  high.assign(indices.size(), 0);
+  for (size_t d = 0; d < indices.size(); ++d) {
+    const IndexCalc &calc = indices[d];
+    for (int64_t t = 0; t < count; ++t) {
+      int64_t x = start + t, part = 0;
+      for (const auto &[termSlot, coefficient] : calc.terms)
+        if (termSlot == slot)
+          part = wrappingAdd(part, wrappingMul(coefficient, x));
+      for (const IndexCalc::Derived &term : calc.derived)
+        if (!term.baseTerms.empty() && term.baseTerms.front().first == slot) {
+          int64_t base = term.base;
+          for (const auto &baseTerm : term.baseTerms)
+            base = wrappingAdd(base, wrappingMul(baseTerm.second, x));
+          part = wrappingAdd(part, wrappingMul(term.coefficient, term.divided(base)));
+        }
+      if (part < -buffer.shape[d] || part > buffer.shape[d])
+        return; // out of range, or in range only with a large uniform part
+      low[d] = t ? std::min(low[d], part) : part;
+      high[d] = t ? std::max(high[d], part) : part;
+      perElement[t] += part * buffer.strides[d];
+    }
+  }
+  if (buffer.threadSlot == slot)
+    for (int64_t t = 0; t < count; ++t)
+      perElement[t] += (start + t) * buffer.threadStride;
+  splits = true;
 }

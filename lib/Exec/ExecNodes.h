@@ -302,6 +302,8 @@ struct IndexCalc {
   /// The values for vars[slot] = start .. start + count - 1 (vars[slot]
   /// holds start), divisions of terms that read the slot taken per element.
   void evalBatch(int64_t *vars, int slot, int64_t count, int64_t *out) const;
+  /// The index without the terms that read `slot` (see SplitOffsets).
+  int64_t evalWithout(const int64_t *vars, int slot) const;
   /// Whether a floordiv/mod term reads `slot`: else the index moves
   /// linearly along it, by stepAlong(slot).
   bool divisionReads(int slot) const {
@@ -336,6 +338,27 @@ struct AffineValue final : Node {
   }
 };
 
+/// A batch's element offsets when every index splits into a part that
+/// does not read the batch's slot and a part that reads nothing else (a
+/// lowered thread's `floordiv(tx, 16) * 4 + i` in a loop over i): the
+/// second part's offsets are kept for the batch's start, so that each
+/// iteration of the thread's loops only adds one offset to them.
+class SplitOffsets {
+public:
+  /// The offsets to add to `base`, or nullptr when the indices do not
+  /// split or an element may fall outside the buffer.
+  const int64_t *get(const Buffer &buffer, const std::vector<IndexCalc> &indices,
+                     const int64_t *vars, int slot, int64_t count, int64_t &base);
+
+private:
+  void rebuild(const Buffer &buffer, const std::vector<IndexCalc> &indices, int slot,
+               int64_t start, int64_t count);
+  int slot = -1;
+  int64_t start = 0, count = 0;
+  bool splits = false;
+  std::vector<int64_t> perElement, low, high; // low/high: per dim, of the slot's part
+};
+
 struct Load final : Node {
   const Buffer *buffer;
   std::vector<IndexCalc> indices;
@@ -347,6 +370,7 @@ struct Load final : Node {
   int laneSlot = -1;
   bool uniformInLane = false;
   int64_t vectorWidth = 0;
+  mutable SplitOffsets split;
 
   double eval(const int64_t *vars) const override {
     int64_t offset = elementOffset(*buffer, indices, vars);
@@ -383,6 +407,11 @@ struct Load final : Node {
       const double *data = buffer->data.data() + offset;
       for (int64_t t = 0; t < count; ++t)
         out[t] = data[t * step];
+    } else if (const int64_t *perElement =
+                   split.get(*buffer, indices, vars, slot, count, offset)) {
+      const double *data = buffer->data.data() + offset;
+      for (int64_t t = 0; t < count; ++t)
+        out[t] = data[perElement[t]];
     } else {
       int64_t offsets[kBatch];
       batchOffsets(*buffer, indices, vars, slot, count, offsets);
@@ -607,24 +636,18 @@ struct Select final : Node {
   double eval(const int64_t *vars) const override {
     return cond->eval(vars) != 0 ? a->eval(vars) : b->eval(vars);
   }
-  /// A batch whose conditions agree evaluates one branch as a batch (the
-  /// interior of a padded window); a mixed batch stays lazy per element, so
-  /// a branch never runs where it is not taken.
+  /// Each run of neighbouring elements whose conditions agree evaluates
+  /// its branch as a batch (the interior of a padded window, the threads
+  /// inside a guard), so a branch never runs where it is not taken.
   void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const override {
     cond->evalBatch(vars, slot, count, conditions);
-    bool allTrue = true, allFalse = true;
-    for (int64_t t = 0; t < count; ++t) {
-      allTrue &= conditions[t] != 0;
-      allFalse &= conditions[t] == 0;
-    }
-    if (allTrue)
-      return a->evalBatch(vars, slot, count, out);
-    if (allFalse)
-      return b->evalBatch(vars, slot, count, out);
     int64_t start = vars[slot];
-    for (int64_t t = 0; t < count; ++t) {
-      vars[slot] = start + t;
-      out[t] = conditions[t] != 0 ? a->eval(vars) : b->eval(vars);
+    for (int64_t from = 0, to; from < count; from = to) {
+      bool taken = conditions[from] != 0;
+      for (to = from + 1; to < count && (conditions[to] != 0) == taken;)
+        ++to;
+      vars[slot] = start + from;
+      (taken ? a : b)->evalBatch(vars, slot, to - from, out + from);
     }
     vars[slot] = start;
   }

@@ -146,6 +146,7 @@ struct StoreTo final : Stmt {
   int laneSlot = -1;
   bool uniformInLane = false;
   int64_t vectorWidth = 0;
+  SplitOffsets split;
   void exec(int64_t *vars) override {
     double result = value->eval(vars);
     int64_t offset = Load::elementOffset(*buffer, indices, vars);
@@ -168,6 +169,11 @@ struct StoreTo final : Stmt {
     if (Load::linearOffsets(*buffer, indices, vars, slot, count, offset, step)) {
       for (int64_t t = 0; t < count; ++t)
         buffer->data[offset + t * step] = convertValue(values[t], value->dtype, buffer->dtype);
+    } else if (const int64_t *perElement =
+                   split.get(*buffer, indices, vars, slot, count, offset)) {
+      for (int64_t t = 0; t < count; ++t)
+        buffer->data[offset + perElement[t]] =
+            convertValue(values[t], value->dtype, buffer->dtype);
     } else {
       int64_t offsets[kBatch];
       Load::batchOffsets(*buffer, indices, vars, slot, count, offsets);

@@ -118,7 +118,12 @@ int fusec::runMain(int argc, char **argv) {
     return fail(2, "--unchecked needs --device=cuda, and no --expect or --counters");
   if (benchRuns < 1)
     return fail(2, "--bench-runs must be at least 1");
-  if (randomInputs && !inputs.empty())
+  // `--inputs=` (an empty list, as a script writes it for a function
+  // without parameters) names no files.
+  std::vector<std::string> inputFiles(inputs.begin(), inputs.end());
+  if (inputFiles.size() == 1 && inputFiles[0].empty())
+    inputFiles.clear();
+  if (randomInputs && !inputFiles.empty())
     return fail(2, "give exactly one of --inputs and --random-inputs");
   std::map<std::string, int64_t> dimSizes;
   for (llvm::StringRef entryText : dims) {
@@ -157,7 +162,7 @@ int fusec::runMain(int argc, char **argv) {
   std::vector<TensorData> arguments;
   // A tuple parameter takes one input per field, flattened in order.
   std::vector<std::pair<std::string, Type>> flat = flatInputs(*function);
-  if (!randomInputs && inputs.empty() && !flat.empty())
+  if (!randomInputs && inputFiles.empty() && !flat.empty())
     return fail(2, "@" + function->name + " takes " + std::to_string(flat.size()) +
                        " inputs: give --inputs=a.npy,... or --random-inputs");
   if (randomInputs) {
@@ -166,19 +171,19 @@ int fusec::runMain(int argc, char **argv) {
     if (!error.empty())
       return fail(1, error);
   } else {
-    if (inputs.size() != flat.size())
+    if (inputFiles.size() != flat.size())
       return fail(1, "@" + function->name + " takes " + std::to_string(flat.size()) +
-                         " inputs, but " + std::to_string(inputs.size()) +
+                         " inputs, but " + std::to_string(inputFiles.size()) +
                          " .npy files were given");
-    for (size_t i = 0; i < inputs.size(); ++i) {
+    for (size_t i = 0; i < inputFiles.size(); ++i) {
       std::string error;
-      auto data = readNpyFile(inputs[i], error);
+      auto data = readNpyFile(inputFiles[i], error);
       if (!data)
         return fail(1, error);
       const auto &[name, type] = flat[i];
       DType want = type.getDType();
       if (data->getDType() != want && !(want == DType::bf16 && data->getDType() == DType::f32))
-        return fail(1, "'" + inputs[i] + "' holds " + dtypeName(data->getDType()) +
+        return fail(1, "'" + inputFiles[i] + "' holds " + dtypeName(data->getDType()) +
                            " values, but " + name + " is " + type.str());
       TensorData converted(want, data->getShape());
       for (int64_t e = 0; e < data->getNumElements(); ++e)

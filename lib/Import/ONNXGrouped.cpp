@@ -108,16 +108,31 @@ bool onnximport::defineReshape(NodeContext &c, std::vector<SymbolicSize> target,
     return size.asDim().has_value();
   });
   std::optional<SymbolicSize> count = productOf(resolved);
-  if (!plain && (!total || !count || *total != *count || ambiguous)) {
+  auto shapes = [&] {
     std::string from, to;
     for (const SymbolicSize &size : *dims)
       from += (from.empty() ? "" : ", ") + size.str();
     for (const SymbolicSize &size : target)
       to += (to.empty() ? "" : ", ") + size.str();
-    return c.fail("cannot reshape [" + from + "] to [" + to + "]: the element counts " +
-                  (total ? total->str() : "?") + " and " + (count ? count->str() : "?") +
-                  " differ, or a -1 does not resolve");
+    return "cannot reshape [" + from + "] to [" + to + "]";
+  };
+  // A static target from a symbolic input (a model traced at batch 1, its
+  // batch then declared symbolic): the target fixes the sizes.
+  if (!inferred && total && count && total->isSymbolic() && count->isStatic()) {
+    const std::vector<std::string> &names = total->symbols;
+    std::string fix;
+    if (names.size() > 1)
+      fix = "the input's symbolic dims would need fixed sizes (" + dimOptions({*total}) + ")";
+    else if (total->size > 0 && count->size % total->size == 0)
+      fix = names[0] + " would have to be " + std::to_string(count->size / total->size) +
+            " (--dim " + names[0] + "=" + std::to_string(count->size / total->size) + ")";
+    else
+      fix = "no size of " + names[0] + " gives its " + std::to_string(count->size) + " elements";
+    return c.fail(shapes() + ": the target shape is static, so " + fix);
   }
+  if (!plain && (!total || !count || *total != *count || ambiguous))
+    return c.fail(shapes() + ": the element counts " + (total ? total->str() : "?") + " and " +
+                  (count ? count->str() : "?") + " differ, or a -1 does not resolve");
   GroupedShape shape = factorShape(plain ? target : resolved);
   // Regrouping alone (x.view(-1, C) of a [batch, seq, C] x) moves no data.
   bool same = !plain && shape.shape == x->type.getShape();

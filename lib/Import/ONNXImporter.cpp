@@ -251,18 +251,69 @@ static const std::vector<OpConverter> &converterTable() {
   return table;
 }
 
-bool Importer::importNode(const onnx::NodeProto &node) {
+static const std::map<std::string, ConvertFn> &convertersByType() {
   static const std::map<std::string, ConvertFn> byType = [] {
     std::map<std::string, ConvertFn> table;
     for (const OpConverter &entry : converterTable())
       table[entry.opType] = entry.convert;
     return table;
   }();
+  return byType;
+}
+
+bool Importer::checkDomain(const onnx::NodeProto &node) {
+  if (node.domain().empty() || node.domain() == "ai.onnx")
+    return true;
+  error = "node '" + node.name() + "' (" + node.domain() + "." + node.op_type() +
+          "): operators of domain '" + node.domain() + "' are not supported";
+  return false;
+}
+
+bool Importer::checkUnusedNode(const onnx::NodeProto &node) {
   NodeContext context(*this, node, opset);
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
-    return error = "node '" + node.name() + "' (" + node.domain() + "." + node.op_type() +
-                   "): operators of domain '" + node.domain() + "' are not supported",
-           false;
+  if (!checkDomain(node))
+    return false;
+  if (!convertersByType().count(node.op_type()) && !hasSchema(node.op_type()))
+    return context.fail("unsupported ONNX operator '" + node.op_type() + "'");
+  return checkAgainstSchema(context, node, opset);
+}
+
+void Importer::collectNeededNames(const onnx::GraphProto &graph) {
+  auto addSubgraphNames = [&](const onnx::GraphProto &subgraph, auto &&self) -> void {
+    for (const onnx::ValueInfoProto &output : subgraph.output())
+      neededNames.insert(output.name());
+    for (const onnx::NodeProto &node : subgraph.node()) {
+      neededNames.insert(node.input().begin(), node.input().end());
+      for (const onnx::AttributeProto &attr : node.attribute()) {
+        if (attr.has_g())
+          self(attr.g(), self);
+        for (const onnx::GraphProto &nested : attr.graphs())
+          self(nested, self);
+      }
+    }
+  };
+  for (const onnx::ValueInfoProto &output : graph.output())
+    neededNames.insert(output.name());
+  for (int i = graph.node_size(); i-- > 0;) {
+    const onnx::NodeProto &node = graph.node(i);
+    if (llvm::none_of(node.output(),
+                      [&](const std::string &name) { return neededNames.count(name); }))
+      continue;
+    neededNames.insert(node.input().begin(), node.input().end());
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      if (attr.has_g())
+        addSubgraphNames(attr.g(), addSubgraphNames);
+      for (const onnx::GraphProto &nested : attr.graphs())
+        addSubgraphNames(nested, addSubgraphNames);
+    }
+  }
+}
+
+bool Importer::importNode(const onnx::NodeProto &node) {
+  const std::map<std::string, ConvertFn> &byType = convertersByType();
+  NodeContext context(*this, node, opset);
+  if (!checkDomain(node))
+    return false;
   // Every ONNX operator has an output; converters may name bindings by it.
   // The recurrent layers' Y is optional (Y_h alone is common): they name
   // by their first output given.
@@ -348,8 +399,11 @@ bool Importer::importNode(const onnx::NodeProto &node) {
     for (const std::string &output : node.output())
       if (!output.empty())
         unsignedBytes.insert(output);
+  // An output no converter produced stops the import only when something
+  // reads it (BatchNormalization's running statistics usually go unread).
   for (size_t i = 0; i < context.numOutputs(); ++i)
-    if (context.hasOutput(i) && !values.count(node.output(int(i))) &&
+    if (context.hasOutput(i) && neededNames.count(node.output(int(i))) &&
+        !values.count(node.output(int(i))) &&
         !constants.count(node.output(int(i))) && !shapes.count(node.output(int(i))))
       return context.fail("output " + std::to_string(i) + " ('" + node.output(int(i)) +
                           "') is not supported");
@@ -383,7 +437,15 @@ bool Importer::run(const onnx::ModelProto &model) {
   item.block->hasOutputClause = true;
   block = item.block.get();
 
+  // Values that no graph output needs are not imported: ONNX Runtime runs a
+  // model whose unused node has no kernel, or whose unused weight is a
+  // DOUBLE. Their nodes must still be valid ONNX (checkUnusedNode).
+  collectNeededNames(graph);
+  std::set<std::string> initializerNames;
   for (const onnx::TensorProto &tensor : graph.initializer()) {
+    initializerNames.insert(tensor.name());
+    if (!neededNames.count(tensor.name()))
+      continue;
     std::shared_ptr<TensorData> data = readTensor(tensor, modelDirectory, error);
     if (!data)
       return false;
@@ -398,7 +460,7 @@ bool Importer::run(const onnx::ModelProto &model) {
   std::set<std::string> boundDims;
   std::map<std::string, std::string> dimNames;
   for (const onnx::ValueInfoProto &input : graph.input()) {
-    if (constants.count(input.name()))
+    if (initializerNames.count(input.name()))
       continue; // an initializer listed as an input: a constant
     if (values.count(input.name()))
       return error = "graph input '" + input.name() + "' is declared twice", false;
@@ -418,9 +480,13 @@ bool Importer::run(const onnx::ModelProto &model) {
                      ": no graph input has a dim named '" + name + "'",
              false;
 
-  for (const onnx::NodeProto &node : graph.node())
-    if (!importNode(node))
+  for (const onnx::NodeProto &node : graph.node()) {
+    bool needed = llvm::any_of(node.output(), [&](const std::string &name) {
+      return neededNames.count(name);
+    });
+    if (!(needed ? importNode(node) : checkUnusedNode(node)))
       return false;
+  }
 
   std::vector<Type> resultTypes;
   for (const onnx::ValueInfoProto &output : graph.output()) {

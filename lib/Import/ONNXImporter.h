@@ -304,6 +304,13 @@ public:
   bool run(const onnx::ModelProto &model);
   /// Converts one node (of the graph, or of a branch an If takes).
   bool importNode(const onnx::NodeProto &node);
+  /// Checks a node whose values nothing needs, as onnx.checker would,
+  /// without converting it.
+  bool checkUnusedNode(const onnx::NodeProto &node);
+  bool checkDomain(const onnx::NodeProto &node);
+  /// The names the graph's outputs need: their nodes' inputs, transitively,
+  /// and every name a needed node's subgraphs read or return.
+  void collectNeededNames(const onnx::GraphProto &graph);
   void checkDeclaredOutputShapes(const onnx::GraphProto &graph);
 
   Module &module;
@@ -322,6 +329,7 @@ public:
   /// (quantized integers in a float type): only the QDQ operators may read
   /// them (ONNXOpsQuantize.cpp).
   std::set<std::string> unsignedBytes, quantized;
+  std::set<std::string> neededNames;
   std::string error;
   std::vector<std::string> warnings;
 
@@ -341,6 +349,8 @@ std::shared_ptr<TensorData> readTensor(const onnx::TensorProto &tensor,
 /// output counts, attribute names, types and required ones), as
 /// onnx.checker does (ONNXSchemaCheck.cpp); reports through `context`.
 bool checkAgainstSchema(NodeContext &context, const onnx::NodeProto &node, int64_t opset);
+/// Whether ONNX 1.12 defines operator `opType` (at some opset).
+bool hasSchema(llvm::StringRef opType);
 /// The FIR dtype of an ONNX TensorProto::DataType, if fusec has one.
 std::optional<DType> mapDType(int64_t onnxType);
 std::string onnxTypeName(int64_t onnxType);

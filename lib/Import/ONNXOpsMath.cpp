@@ -198,7 +198,13 @@ static bool convertClip(NodeContext &c) {
     if (limit && !isFloatDType(dtype) && !isInt64Value(*limit))
       return c.fail("the limit " + formatScalar(*limit, DType::f32) + " is not a " +
                     dtypeName(dtype).str() + " value");
-  if (limits[0] && limits[1]) {
+  // min > max gives max everywhere (ONNX's Clip from opset 11, ONNX
+  // Runtime), which maximum then minimum computes and FIR's clip refuses.
+  // Clip-6 does not define it, and ONNX Runtime refuses it there.
+  if (c.opset < 11 && limits[0] && limits[1] && *limits[0] > *limits[1])
+    return c.fail("min " + formatScalar(*limits[0], DType::f32) + " is above max " +
+                  formatScalar(*limits[1], DType::f32) + " (Clip-11 defines it: max everywhere)");
+  if (limits[0] && limits[1] && *limits[0] <= *limits[1]) {
     Attrs attrs;
     auto number = [&](double v) {
       return isFloatDType(dtype) ? Attr::makeFloat(v) : Attr::makeInt(int64_t(v));
@@ -208,7 +214,8 @@ static bool convertClip(NodeContext &c) {
     c.define(0, c.emit("clip", {Operand::of(x)}, attrs));
     return true;
   }
-  // One limit, or limits computed at run time: maximum, then minimum.
+  // One limit, limits computed at run time, or min > max: maximum, then
+  // minimum.
   Value *result = x;
   const char *ops[2] = {"maximum", "minimum"};
   for (int k = 0; k < 2 && result; ++k) {

@@ -134,7 +134,11 @@ static bool convertResize(NodeContext &c) {
     mode = "linear";
   if (mode != "nearest" && mode != "linear" && mode != "cubic")
     return c.fail("mode '" + mode + "' is not supported (nearest, linear and cubic are)");
-  bool legacy = upsample || c.opset < 11; // asymmetric, floor
+  // Upsample and Resize-10: asymmetric coordinates; nearest takes the floor
+  // on an enlarged axis and the ceiling on a reduced one (ONNX's opset-10
+  // test_resize_downsample_nearest: [1 2 3 4] at 0.6 is [1 3]), as ONNX
+  // Runtime's "simple" nearest mode does.
+  bool legacy = upsample || c.opset < 11;
   std::string transform =
       legacy ? "asymmetric" : c.attrString("coordinate_transformation_mode", "half_pixel");
   std::string nearestMode = legacy ? "floor" : c.attrString("nearest_mode", "round_prefer_floor");
@@ -252,7 +256,8 @@ static bool convertResize(NodeContext &c) {
     for (int64_t i = 0; i < axis.out; ++i) {
       float source = sourceCoordinate(transform, i, axis);
       if (mode == "nearest") {
-        lo.push_back(nearestIndex(nearestMode, source, axis.in));
+        bool reduced = axis.scale < 1;
+        lo.push_back(nearestIndex(legacy && reduced ? "ceil" : nearestMode, source, axis.in));
         continue;
       }
       float base = std::floor(source);

@@ -286,8 +286,8 @@ static bool convertPool(NodeContext &c) {
   if (!readWindow(c, x->type, window))
     return false;
   bool ceilMode = c.attrInt("ceil_mode", 0) != 0;
-  if (IsMax && c.attrInt("storage_order", 0) != 0)
-    return c.fail("storage_order = 1 is not supported");
+  if (IsMax) // orders the Indices output only, which fusec does not compute
+    c.attrInt("storage_order", 0);
   bool oneD = x->type.getRank() == 3; // the 2-D pool over a unit height
   if (oneD) {
     if (!(x = withUnitHeight(c, 0, name + "_input")))

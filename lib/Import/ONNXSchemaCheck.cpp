@@ -130,6 +130,10 @@ std::string undefinedAttribute(const std::vector<OpSchema> &versions, const OpSc
 
 } // namespace
 
+bool onnximport::hasSchema(llvm::StringRef opType) {
+  return schemaTable().count(opType) != 0;
+}
+
 bool onnximport::checkAgainstSchema(NodeContext &context, const onnx::NodeProto &node,
                                     int64_t opset) {
   auto found = schemaTable().find(node.op_type());

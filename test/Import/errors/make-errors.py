@@ -96,6 +96,30 @@ def main():
         [helper.make_node("LeakyRelu", ["x"], ["y"], name="lrelu", alpha=1.5)],
         [vi("x", [4])], [vi("y", [4])]))
 
+    # Clip-6 with min above max: ONNX Runtime refuses it (Clip-11 defines it).
+    save("clip6_min_above_max", model(
+        [helper.make_node("Clip", ["x"], ["y"], name="clip", min=2.0, max=1.0)],
+        [vi("x", [4])], [vi("y", [4])], opset=6))
+
+    # A node no output needs is not converted, but it is still checked as
+    # onnx.checker checks it: an attribute its operator does not define, an
+    # operator ONNX does not define.
+    save("unused_node_bad_attr", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="used"),
+         helper.make_node("Relu", ["x"], ["unused"], name="spare", alpha=0.5)],
+        [vi("x", [4])], [vi("y", [4])], check=False))
+    save("unused_node_unknown_op", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="used"),
+         helper.make_node("Frobnicate", ["x"], ["unused"], name="spare")],
+        [vi("x", [4])], [vi("y", [4])], check=False))
+
+    # A static Reshape target from a symbolic batch (a model traced at batch
+    # 1, its batch then declared symbolic): the message names the --dim.
+    save("reshape_static_from_symbolic", model(
+        [helper.make_node("Reshape", ["x", "s"], ["y"], name="flatten")],
+        [vi("x", ["N", 16, 4, 4])], [vi("y", [1, 256])],
+        [const("s", np.array([1, 256], np.int64))]))
+
     # Element types fusec has no dtype for (valid ONNX).
     save("uint8_input", model(
         [helper.make_node("Identity", ["x"], ["y"], name="id")],

@@ -236,6 +236,50 @@ check("resize_same_size", "Resize", row3,
       {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
       np.array([[[[10, 10, 20]]]], np.float32))
 
+# Resize-10 (and Upsample): nearest takes the floor of i / scale on an
+# enlarged axis and the ceiling on a reduced one: ONNX's opset-10 node test
+# test_resize_downsample_nearest ([[1, 2, 3, 4], [5, 6, 7, 8]] at 0.6 is
+# [[1, 3]]), and ONNX Runtime on a mixed case (rows 1.5, columns 0.6).
+grid = np.array([[[[1, 2, 3, 4], [5, 6, 7, 8]]]], np.float32)
+check("resize10_nearest_reduce", "Resize", grid, [("scales", np.array([1, 1, 0.6, 0.6], np.float32))],
+      {"mode": "nearest"}, np.array([[[[1, 3]]]], np.float32), opset=10)
+grid2 = np.arange(45, dtype=np.float32).reshape(1, 1, 5, 9)
+check("resize10_nearest_mixed", "Resize", grid2, [("scales", np.array([1, 1, 1.5, 0.6], np.float32))],
+      {"mode": "nearest"}, grid2[:, :, [0, 0, 1, 2, 2, 3, 4]][..., [0, 2, 4, 5, 7]], opset=10)
+
+# Model-zoo-era forms ONNX Runtime runs: Clip-11 with a constant min above
+# max (max everywhere); MaxPool-8's storage_order, which orders only the
+# Indices output; BatchNormalization declaring its running statistics,
+# which nothing reads; an unused node without a kernel in fusec
+# (NonMaxSuppression) and an unused DOUBLE weight: values no output needs
+# are not imported.
+v = rng.standard_normal((2, 3)).astype(np.float32)
+check("clip11_min_above_max", "Clip", v, [("lo", np.array(2.0, np.float32)),
+                                          ("hi", np.array(1.0, np.float32))], {},
+      np.ones_like(v), opset=11)
+check("maxpool_storage_order", "MaxPool", img, [],
+      {"kernel_shape": [2, 2], "strides": [2, 2], "storage_order": 1},
+      img.reshape(1, 1, 5, 2, 5, 2).max(axis=(3, 5)), opset=8)
+bn_x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+bn_scale, bn_bias = np.array([1.5, 0.5, 2.0], np.float32), np.array([0.1, -0.2, 0.3], np.float32)
+bn_mean, bn_var = np.array([0.2, -0.1, 0.0], np.float32), np.array([1.0, 0.5, 2.0], np.float32)
+bn_ref = ((bn_x - bn_mean[:, None, None]) / np.sqrt(bn_var[:, None, None] + 1e-5) *
+          bn_scale[:, None, None] + bn_bias[:, None, None]).astype(np.float32)
+run_model("batchnorm_unread_statistics", [
+    helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"],
+                     ["y", "running_mean", "running_var", "saved_mean", "saved_var"])],
+    bn_x, [numpy_helper.from_array(a, n) for n, a in
+           [("s", bn_scale), ("b", bn_bias), ("m", bn_mean), ("v", bn_var)]],
+    bn_ref, opset=7, tolerance=1e-5)
+run_model("unused_values", [
+    helper.make_node("Relu", ["x"], ["y"]),
+    helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["selected"]),
+    helper.make_node("Identity", ["weights64"], ["spare"])],
+    v, [numpy_helper.from_array(rng.random((1, 3, 4)).astype(np.float32), "boxes"),
+        numpy_helper.from_array(rng.random((1, 1, 3)).astype(np.float32), "scores"),
+        numpy_helper.from_array(np.ones(3, np.float64), "weights64")],
+    np.maximum(v, 0))
+
 # Trilu on the input (a where with a constant mask), and on a constant (a
 # causal mask, folded: only the add is left).
 sq = rng.standard_normal((2, 5, 6)).astype(np.float32)

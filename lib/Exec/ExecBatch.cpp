@@ -195,3 +195,24 @@ void SplitOffsets::rebuild(const Buffer &buffer, const std::vector<IndexCalc> &i
       perElement[t] += (start + t) * buffer.threadStride;
   splits = true;
 }
+
+BatchAddresses exec::addressBatch(const Buffer &buffer, const std::vector<IndexCalc> &indices,
+                                  SplitOffsets &split, int64_t *vars, int slot, int64_t count,
+                                  int64_t *scratch) {
+  BatchAddresses addresses;
+  if (Load::linearOffsets(buffer, indices, vars, slot, count, addresses.offset, addresses.step))
+    return addresses;
+  if ((addresses.perElement = split.get(buffer, indices, vars, slot, count, addresses.offset)))
+    return addresses;
+  Load::batchOffsets(buffer, indices, vars, slot, count, scratch);
+  addresses.offset = 0;
+  addresses.perElement = scratch;
+  return addresses;
+}
+
+void exec::checkVectorStarts(const BatchAddresses &addresses, int64_t count, int64_t width,
+                             const Buffer &buffer, const char *access) {
+  for (int64_t t = 0; t < count; ++t)
+    if (addresses.at(t) % width != 0)
+      throw Load::misaligned(buffer, access, addresses.at(t));
+}

@@ -359,6 +359,24 @@ private:
   std::vector<int64_t> perElement, low, high; // low/high: per dim, of the slot's part
 };
 
+/// Where the elements of a batch are: offset + t * step, or offset +
+/// perElement[t].
+struct BatchAddresses {
+  int64_t offset = 0, step = 0;
+  const int64_t *perElement = nullptr;
+  int64_t at(int64_t t) const { return offset + (perElement ? perElement[t] : t * step); }
+};
+
+/// The addresses of a batch's elements, range-checked (`scratch` holds
+/// kBatch offsets when neither the linear nor the split form applies).
+BatchAddresses addressBatch(const Buffer &buffer, const std::vector<IndexCalc> &indices,
+                            SplitOffsets &split, int64_t *vars, int slot, int64_t count,
+                            int64_t *scratch);
+/// In a vector loop's lane 0: every element of the batch must start a
+/// vector of `width` (checked per element in scalar form).
+void checkVectorStarts(const BatchAddresses &addresses, int64_t count, int64_t width,
+                       const Buffer &buffer, const char *access);
+
 struct Load final : Node {
   const Buffer *buffer;
   std::vector<IndexCalc> indices;
@@ -375,8 +393,7 @@ struct Load final : Node {
   double eval(const int64_t *vars) const override {
     int64_t offset = elementOffset(*buffer, indices, vars);
     if (vectorWidth && vars[laneSlot] == 0 && offset % vectorWidth != 0)
-      throw ExecError{"misaligned vector access to %" + buffer->name + " at element " +
-                      std::to_string(offset)};
+      throw misaligned(*buffer, "access to", offset);
     if (buffer->global && !(uniformInLane && vars[laneSlot] != 0))
       *bytesRead += elementBytes;
     return buffer->data[offset];
@@ -399,26 +416,28 @@ struct Load final : Node {
     return offset;
   }
 
+  static ExecError misaligned(const Buffer &buffer, const char *access, int64_t offset) {
+    return ExecError{"misaligned vector " + std::string(access) + " %" + buffer.name +
+                     " at element " + std::to_string(offset)};
+  }
+
+  /// In a vector loop the batch runs along the threads at one lane: the
+  /// lane decides the counting and the alignment check for all of them.
   void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const override {
-    if (laneSlot >= 0) // counted and checked per lane
+    if (laneSlot >= 0 && laneSlot == slot)
       return Node::evalBatch(vars, slot, count, out);
-    int64_t offset = 0, step = 0;
-    if (linearOffsets(*buffer, indices, vars, slot, count, offset, step)) {
-      const double *data = buffer->data.data() + offset;
+    int64_t scratch[kBatch];
+    BatchAddresses addresses = addressBatch(*buffer, indices, split, vars, slot, count, scratch);
+    if (vectorWidth && vars[laneSlot] == 0)
+      checkVectorStarts(addresses, count, vectorWidth, *buffer, "access to");
+    const double *data = buffer->data.data() + addresses.offset;
+    if (addresses.perElement)
       for (int64_t t = 0; t < count; ++t)
-        out[t] = data[t * step];
-    } else if (const int64_t *perElement =
-                   split.get(*buffer, indices, vars, slot, count, offset)) {
-      const double *data = buffer->data.data() + offset;
+        out[t] = data[addresses.perElement[t]];
+    else
       for (int64_t t = 0; t < count; ++t)
-        out[t] = data[perElement[t]];
-    } else {
-      int64_t offsets[kBatch];
-      batchOffsets(*buffer, indices, vars, slot, count, offsets);
-      for (int64_t t = 0; t < count; ++t)
-        out[t] = buffer->data[offsets[t]];
-    }
-    if (buffer->global)
+        out[t] = data[t * addresses.step];
+    if (buffer->global && !(uniformInLane && vars[laneSlot] != 0))
       *bytesRead += elementBytes * count;
   }
 

@@ -151,36 +151,26 @@ struct StoreTo final : Stmt {
     double result = value->eval(vars);
     int64_t offset = Load::elementOffset(*buffer, indices, vars);
     if (vectorWidth && vars[laneSlot] == 0 && offset % vectorWidth != 0)
-      throw ExecError{"misaligned vector store to %" + buffer->name + " at element " +
-                      std::to_string(offset)};
+      throw Load::misaligned(*buffer, "store to", offset);
     buffer->data[offset] = convertValue(result, value->dtype, buffer->dtype);
     if (buffer->global && !(uniformInLane && vars[laneSlot] != 0))
       *bytesWritten += elementBytes;
   }
   /// Every thread of the batch computes its value, then every thread
   /// stores (threads that store where another thread of the same region
-  /// reads race on a GPU too).
+  /// reads race on a GPU too). In a vector loop the batch is one lane.
   void execBatch(int64_t *vars, int slot, int64_t count) override {
-    if (laneSlot >= 0) // counted and checked per lane
+    if (laneSlot >= 0 && laneSlot == slot)
       return Stmt::execBatch(vars, slot, count);
     double values[kBatch];
     value->evalBatch(vars, slot, count, values);
-    int64_t offset, step;
-    if (Load::linearOffsets(*buffer, indices, vars, slot, count, offset, step)) {
-      for (int64_t t = 0; t < count; ++t)
-        buffer->data[offset + t * step] = convertValue(values[t], value->dtype, buffer->dtype);
-    } else if (const int64_t *perElement =
-                   split.get(*buffer, indices, vars, slot, count, offset)) {
-      for (int64_t t = 0; t < count; ++t)
-        buffer->data[offset + perElement[t]] =
-            convertValue(values[t], value->dtype, buffer->dtype);
-    } else {
-      int64_t offsets[kBatch];
-      Load::batchOffsets(*buffer, indices, vars, slot, count, offsets);
-      for (int64_t t = 0; t < count; ++t)
-        buffer->data[offsets[t]] = convertValue(values[t], value->dtype, buffer->dtype);
-    }
-    if (buffer->global)
+    int64_t scratch[kBatch];
+    BatchAddresses addresses = addressBatch(*buffer, indices, split, vars, slot, count, scratch);
+    if (vectorWidth && vars[laneSlot] == 0)
+      checkVectorStarts(addresses, count, vectorWidth, *buffer, "store to");
+    for (int64_t t = 0; t < count; ++t)
+      buffer->data[addresses.at(t)] = convertValue(values[t], value->dtype, buffer->dtype);
+    if (buffer->global && !(uniformInLane && vars[laneSlot] != 0))
       *bytesWritten += elementBytes * count;
   }
 };

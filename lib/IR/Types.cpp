@@ -9,6 +9,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <limits>
 
@@ -75,6 +76,34 @@ int64_t fusec::wrapToIntDType(int64_t value, DType dtype) {
 /// would round twice).
 static double roundToFormat(double value, int precision, int minExponent,
                             double maxFinite) {
+  // Fast path (the interpreter rounds every f16/bf16 operation's result):
+  // the same rounding on the double's bits, when the quantum lies within
+  // its stored mantissa.
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  int biased = int((bits >> 52) & 0x7ff);
+  if (biased != 0 && biased != 0x7ff) {
+    int exponent = biased - 1022; // frexp's: value = m * 2^exponent, 0.5 <= |m| < 1
+    int drop = std::max(exponent, minExponent + 1) - precision - (exponent - 53);
+    if (drop <= 0)
+      return value;
+    if (drop <= 52) {
+      uint64_t sign = bits & (uint64_t(1) << 63), magnitude = bits & ~sign;
+      uint64_t mask = (uint64_t(1) << drop) - 1, rest = magnitude & mask,
+               half = uint64_t(1) << (drop - 1);
+      magnitude &= ~mask;
+      // The quantum's bit is the implicit leading 1 when drop is 52.
+      bool odd = drop == 52 || ((magnitude >> drop) & 1);
+      if (rest > half || (rest == half && odd))
+        magnitude += uint64_t(1) << drop; // may carry into the exponent
+      uint64_t roundedBits = sign | magnitude;
+      double rounded;
+      std::memcpy(&rounded, &roundedBits, sizeof rounded);
+      if (std::fabs(rounded) > maxFinite)
+        return value < 0 ? -INFINITY : INFINITY;
+      return rounded;
+    }
+  }
   if (std::isnan(value) || std::isinf(value) || value == 0)
     return value;
   int exponent;

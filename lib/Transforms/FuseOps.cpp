@@ -125,14 +125,16 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
     std::vector<Binding *> members;
     for (int node : nodes)
       members.push_back(const_cast<Binding *>(graph.nodes[node].binding));
+    // The report lists a group's gets of outside tuples among its members:
+    // TVM's group holds them (the call's arguments read the fields).
+    std::vector<std::string> memberNames;
+    for (Binding *member : members)
+      memberNames.push_back("%" + member->getResult()->name);
     OutsideFieldReads fields = separateOutsideFieldReads(members);
     // TVM counts the `get`s among the group's nodes (num_nodes > 1), so a
     // group of one op and the gets it reads still becomes a function.
     if (members.empty())
       continue;
-    std::vector<std::string> memberNames;
-    for (Binding *member : members)
-      memberNames.push_back("%" + member->getResult()->name);
     GroupOutliner::Result outlined =
         outliner.outline(members, Attrs(), false, fields);
     if (outlined.function.empty()) {

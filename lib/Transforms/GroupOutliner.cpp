@@ -74,9 +74,11 @@ OutsideFieldReads fusec::separateOutsideFieldReads(std::vector<Binding *> &membe
   llvm::erase_if(members, [&](Binding *member) {
     bool readsOutsideTuple = member->kind == ExprKind::Get &&
                              !memberSet.count(member->operands.front().value->definingBinding);
-    if (readsOutsideTuple)
+    if (readsOutsideTuple) {
       fields.paramNames[member->getResult()] =
           tupleFieldName(member->operands.front().value->name, member->tupleIndex);
+      fields.gets.push_back(member);
+    }
     return readsOutsideTuple;
   });
   return fields;
@@ -293,8 +295,16 @@ GroupOutliner::Result GroupOutliner::outline(
     removed.insert(member);
     groupOf[member] = members.back();
   }
-  if (result.outputs.empty())
+  if (result.outputs.empty()) {
+    // TVM drops every binding of a dead group, its gets of outside tuples
+    // too (here they stand outside the function; none is read elsewhere
+    // unless another binding reads it as well).
+    for (Binding *get : fields.gets)
+      if (llvm::all_of(uses.lookup(get->getResult()),
+                       [&](const Binding *user) { return memberSet.count(user); }))
+        removed.insert(get);
     return result;
+  }
   result.function =
       makeFunction(members, result.params, result.outputs, attrs, bindConstants, fields.paramNames);
   auto call = std::make_unique<Binding>();

@@ -27,6 +27,7 @@ namespace fusec {
 struct OutsideFieldReads {
   llvm::DenseMap<const Value *, std::string> paramNames;
   std::vector<const Value *> paramOrder;
+  std::vector<Binding *> gets; // taken out of the members; a dead group drops them
 };
 OutsideFieldReads separateOutsideFieldReads(std::vector<Binding *> &members);
 

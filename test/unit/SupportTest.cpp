@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -118,6 +119,54 @@ TEST_CASE("float to bf16 rounds to nearest even", "[support][bf16]") {
   CHECK(bfloat16BitsToFloat(0x3F80) == 1.0f);
   CHECK(bfloat16BitsToFloat(0x7F7F) == bitsToFloat(0x7F7F0000));
   CHECK(bfloat16BitsToFloat(0x0001) == bitsToFloat(0x00010000));
+}
+
+/// Round to nearest even at `precision` significant bits through frexp,
+/// nearbyint and ldexp: the oracle for roundToDType's bit-level rounding.
+static double roundThroughFrexp(double value, int precision, int minExponent,
+                                double maxFinite) {
+  if (std::isnan(value) || std::isinf(value) || value == 0)
+    return value;
+  int exponent;
+  std::frexp(value, &exponent);
+  int quantumExponent = std::max(exponent, minExponent + 1) - precision;
+  double rounded =
+      std::ldexp(std::nearbyint(std::ldexp(value, -quantumExponent)), quantumExponent);
+  return std::fabs(rounded) > maxFinite ? std::copysign(INFINITY, value) : rounded;
+}
+
+TEST_CASE("roundToDType f16/bf16 agrees with frexp rounding", "[support][dtype]") {
+  // Ties at every position the quantum can take (normal and subnormal f16
+  // and bf16; 1.5 * 2^-133 is a bf16 tie whose even neighbour is 2^-132),
+  // carries into the exponent, the overflow boundary, tiny and huge
+  // doubles, and random bit patterns.
+  std::vector<double> values = {65504, 65519.99, 65520, -65520, 65536, 1e300, -1e-300,
+                                5e-324, 2.9802322387695312e-08, 5.960464477539063e-08,
+                                8.940696716308594e-08, 3.4e38, 3.3961775292304256e38,
+                                1.1754943508222875e-38, 9.183549615799121e-41};
+  for (int e = -160; e <= 130; ++e)
+    for (double m : {1.0, 1.5, 1.0009765625, 1.00048828125, 1.0029296875, 1.99951171875,
+                     1.999755859375, 1.00390625, 1.005859375, 1.998046875})
+      values.push_back(std::ldexp(m, e)), values.push_back(-std::ldexp(m, e));
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < 200000; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t bits = (state & 0x800fffffffffffffull) |
+                    (uint64_t(1023 - 150 + (state >> 40) % 300) << 52); // exponents 2^-150..2^150
+    double value;
+    std::memcpy(&value, &bits, sizeof value);
+    values.push_back(value);
+  }
+  size_t mismatches = 0;
+  for (double value : values) {
+    mismatches += roundToDType(value, DType::f16) != roundThroughFrexp(value, 11, -14, 65504.0);
+    mismatches += roundToDType(value, DType::bf16) !=
+                  roundThroughFrexp(value, 8, -126, std::ldexp(255.0, 120));
+  }
+  CHECK(mismatches == 0);
+  CHECK(roundToDType(std::ldexp(1.5, -133), DType::bf16) == std::ldexp(1.0, -132));
+  CHECK(std::isnan(roundToDType(NAN, DType::f16)));
+  CHECK(std::signbit(roundToDType(-0.0, DType::f16)));
 }
 
 TEST_CASE("roundToDType and fitsDType", "[support][dtype]") {

@@ -33,6 +33,7 @@
 
 #include <google/protobuf/io/coded_stream.h>
 
+#include <functional>
 #include <set>
 
 using namespace fusec;
@@ -279,34 +280,29 @@ bool Importer::checkUnusedNode(const onnx::NodeProto &node) {
 }
 
 void Importer::collectNeededNames(const onnx::GraphProto &graph) {
-  auto addSubgraphNames = [&](const onnx::GraphProto &subgraph, auto &&self) -> void {
-    for (const onnx::ValueInfoProto &output : subgraph.output())
-      neededNames.insert(output.name());
-    for (const onnx::NodeProto &node : subgraph.node()) {
-      neededNames.insert(node.input().begin(), node.input().end());
-      for (const onnx::AttributeProto &attr : node.attribute()) {
-        if (attr.has_g())
-          self(attr.g(), self);
-        for (const onnx::GraphProto &nested : attr.graphs())
-          self(nested, self);
+  // A needed node's inputs, and all that its subgraphs read or return.
+  std::function<void(const onnx::NodeProto &)> addNodeNames = [&](const onnx::NodeProto &node) {
+    neededNames.insert(node.input().begin(), node.input().end());
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      std::vector<const onnx::GraphProto *> subgraphs;
+      if (attr.has_g())
+        subgraphs.push_back(&attr.g());
+      for (const onnx::GraphProto &nested : attr.graphs())
+        subgraphs.push_back(&nested);
+      for (const onnx::GraphProto *subgraph : subgraphs) {
+        for (const onnx::ValueInfoProto &output : subgraph->output())
+          neededNames.insert(output.name());
+        for (const onnx::NodeProto &inner : subgraph->node())
+          addNodeNames(inner);
       }
     }
   };
   for (const onnx::ValueInfoProto &output : graph.output())
     neededNames.insert(output.name());
-  for (int i = graph.node_size(); i-- > 0;) {
-    const onnx::NodeProto &node = graph.node(i);
-    if (llvm::none_of(node.output(),
-                      [&](const std::string &name) { return neededNames.count(name); }))
-      continue;
-    neededNames.insert(node.input().begin(), node.input().end());
-    for (const onnx::AttributeProto &attr : node.attribute()) {
-      if (attr.has_g())
-        addSubgraphNames(attr.g(), addSubgraphNames);
-      for (const onnx::GraphProto &nested : attr.graphs())
-        addSubgraphNames(nested, addSubgraphNames);
-    }
-  }
+  for (int i = graph.node_size(); i-- > 0;)
+    if (llvm::any_of(graph.node(i).output(),
+                     [&](const std::string &name) { return neededNames.count(name); }))
+      addNodeNames(graph.node(i));
 }
 
 bool Importer::importNode(const onnx::NodeProto &node) {

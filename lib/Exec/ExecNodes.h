@@ -19,23 +19,6 @@
 namespace fusec {
 namespace exec {
 
-/// An integral double wrapped modulo 2^64 into int64's range, without the
-/// undefined behaviour of converting an out-of-range double.
-inline int64_t wrapToInt64(double value) {
-  // In range (nearly always: indices, loop bounds): the cast truncates as
-  // trunc does. NaN fails both comparisons and takes the slow path.
-  if (value >= -9223372036854775808.0 && value < 9223372036854775808.0)
-    return static_cast<int64_t>(value);
-  if (std::isnan(value) || std::isinf(value))
-    return 0;
-  double wrapped = std::fmod(std::trunc(value), 18446744073709551616.0);
-  if (wrapped >= 9223372036854775808.0)
-    wrapped -= 18446744073709551616.0;
-  else if (wrapped < -9223372036854775808.0)
-    wrapped += 18446744073709551616.0;
-  return wrapped >= 9223372036854775808.0 ? INT64_MIN : static_cast<int64_t>(wrapped);
-}
-
 // Values are doubles, except that an i64 value's 64 bits are the int64
 // itself (bit-cast): every int64 is exact, where a double holds integers
 // up to 2^53 only. Every node knows its dtype, so each reads its operands

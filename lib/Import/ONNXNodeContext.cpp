@@ -306,13 +306,14 @@ Value *NodeContext::emit(llvm::StringRef op, std::vector<Operand> operands, Attr
     }
     return emitSplat(0, input.getDType(), target, nameHint.empty() ? node.output(0) : nameHint);
   }
-  // An error about symbolic dims names the option that sizes them.
-  std::string firstSymbol;
+  // An error about symbolic dims names the option that sizes them: the
+  // operands' dims the message names, else all of them.
+  std::vector<std::string> symbols;
   for (const Operand &operand : operands)
-    if (!operand.isLiteral() && operand.value->type.isTensor() && firstSymbol.empty())
+    if (!operand.isLiteral() && operand.value->type.isTensor())
       for (const Dim &dim : operand.value->type.getShape())
-        if (dim.isSymbolic() && firstSymbol.empty())
-          firstSymbol = dim.symbol;
+        if (dim.isSymbolic() && !llvm::is_contained(symbols, dim.symbol))
+          symbols.push_back(dim.symbol);
   auto binding = std::make_unique<Binding>();
   binding->kind = ExprKind::Op;
   binding->callee = op.str();
@@ -323,8 +324,25 @@ Value *NodeContext::emit(llvm::StringRef op, std::vector<Operand> operands, Attr
   Value *value = importer.addBinding(std::move(binding), hint, problem);
   if (!value) {
     llvm::StringRef text(problem);
-    if (!firstSymbol.empty() && (text.contains("symbolic") || text.contains("a product")))
-      problem += " (--dim " + firstSymbol + "=SIZE fixes a dim's size)";
+    auto named = [&](const std::string &symbol) {
+      auto isNameChar = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+      for (size_t at = text.find(symbol); at != llvm::StringRef::npos;
+           at = text.find(symbol, at + 1))
+        if ((at == 0 || !isNameChar(text[at - 1])) &&
+            (at + symbol.size() == text.size() || !isNameChar(text[at + symbol.size()])))
+          return true;
+      return false;
+    };
+    std::vector<SymbolicSize> sizes;
+    for (const std::string &symbol : symbols)
+      if (named(symbol))
+        sizes.push_back(SymbolicSize{1, {symbol}});
+    if (sizes.empty())
+      for (const std::string &symbol : symbols)
+        sizes.push_back(SymbolicSize{1, {symbol}});
+    if (!sizes.empty() && (text.contains("symbolic") || text.contains("a product")))
+      problem += " (" + dimOptions(sizes) +
+                 (sizes.size() == 1 ? " fixes a dim's size)" : " fixes the dims' sizes)");
     fail(problem);
   }
   return value;

@@ -140,6 +140,11 @@ static bool convertRange(NodeContext &c) {
   return true;
 }
 
+static bool failOnSymbolicTile(NodeContext &c, const std::string &symbol) {
+  return c.fail("tiling the symbolic dim '" + symbol + "' is not supported (--dim " + symbol +
+                "=SIZE fixes its size)");
+}
+
 static bool convertTile(NodeContext &c) {
   Value *x = c.input(0);
   // A symbolic repeat of a size-1 dim (nn.MultiheadAttention's bias_k tiled
@@ -187,7 +192,7 @@ static bool convertTile(NodeContext &c) {
         shape[d] = Dim::of(tiled);
       }
       else if ((*repeats)[d] != 1)
-        return c.fail("tiling the symbolic dim '" + shape[d].symbol + "' is not supported");
+        return failOnSymbolicTile(c, shape[d].symbol);
     return c.define(0, c.emitSplat(0, x->type.getDType(), shape, c.node.output(0))), true;
   }
   Value *current = x;
@@ -197,7 +202,7 @@ static bool convertTile(NodeContext &c) {
       continue;
     Shape shape = current->type.getShape();
     if (shape[d].isSymbolic())
-      return c.fail("tiling the symbolic dim '" + shape[d].symbol + "' is not supported");
+      return failOnSymbolicTile(c, shape[d].symbol);
     std::string name = c.node.output(0) + "_" + std::to_string(d);
     Attrs expand;
     expand.set("axis", makeIntList({d}));

@@ -279,15 +279,12 @@ static bool castInput(NodeContext &c, std::optional<DType> dtype) {
     for (int64_t i = 0; i < data->getNumElements(); ++i)
       isFloatDType(data->getDType()) ? cast.set(i, data->get(i))
                                      : cast.setInt(i, data->getInt(i));
+    // Floats to integers as `astype` converts them at run time (ONNX leaves
+    // NaN, infinities and out-of-range values undefined: T5's bucketed
+    // positions cast log(0) = -inf and discard it with a Where).
     if (isIntDType(*dtype) && isFloatDType(data->getDType()))
-      for (int64_t i = 0; i < data->getNumElements(); ++i) {
-        double value = std::trunc(data->get(i));
-        // -2^63 <= value < 2^63: anything else (NaN, inf) has no int value.
-        if (!(value >= -9223372036854775808.0 && value < 9223372036854775808.0))
-          return c.fail("cannot cast the constant " + std::to_string(data->get(i)) + " to " +
-                        dtypeName(*dtype).str());
-        cast.setInt(i, int64_t(value));
-      }
+      for (int64_t i = 0; i < data->getNumElements(); ++i)
+        cast.setInt(i, wrapToIntDType(wrapToInt64(data->get(i)), *dtype));
     c.defineConstant(0, std::move(cast));
     return true;
   }

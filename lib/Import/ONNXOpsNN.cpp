@@ -261,9 +261,44 @@ static Statistics emitStatistics(NodeContext &c, Value *x, const std::vector<int
   return stats;
 }
 
+/// Scale or B of LayerNormalization as nn.layer_norm takes it: the
+/// normalized shape. ONNX only asks that they broadcast to it (its function
+/// body multiplies and adds): leading unit dims are dropped, unit dims
+/// broadcast.
+static Value *fitToNormalized(NodeContext &c, Value *value, const Shape &normalized,
+                              const char *what) {
+  if (!value || value->type.getShape() == normalized)
+    return value;
+  Shape shape = value->type.getShape();
+  auto fail = [&] {
+    c.fail(std::string(what) + " " + value->type.str() +
+           " does not broadcast to the normalized shape " +
+           Type::tensor(value->type.getDType(), normalized).str());
+    return nullptr;
+  };
+  while (shape.size() > normalized.size()) {
+    if (shape.front() != Dim::of(1))
+      return fail();
+    shape.erase(shape.begin());
+  }
+  for (size_t k = 0; k < shape.size(); ++k) {
+    const Dim &dim = shape[shape.size() - 1 - k], &target = normalized[normalized.size() - 1 - k];
+    if (dim != target && dim != Dim::of(1))
+      return fail();
+  }
+  std::string name = c.node.output(0) + "_" + llvm::StringRef(what).lower();
+  if (shape != value->type.getShape())
+    value = reshapeTo(c, value, shape, name + "_fitted");
+  if (!value || shape == normalized)
+    return value;
+  Attrs attrs;
+  attrs.set("shape", makeShapeList(normalized));
+  return c.emit("broadcast_to", {Operand::of(value)}, attrs, name + "_broadcast");
+}
+
 static bool convertLayerNorm(NodeContext &c) {
-  Value *x = c.input(0), *scale = c.input(1);
-  if (!x || !scale)
+  Value *x = c.input(0);
+  if (!x)
     return false;
   int64_t rank = x->type.getRank();
   std::optional<int64_t> axis = normalizeAxis(c.attrInt("axis", -1), rank);
@@ -271,17 +306,19 @@ static bool convertLayerNorm(NodeContext &c) {
     return c.fail("axis is out of range for rank " + std::to_string(rank));
   c.attrInt("stash_type", 1);
   std::vector<int64_t> axes;
-  for (int64_t d = *axis; d < rank; ++d)
+  Shape normalized;
+  for (int64_t d = *axis; d < rank; ++d) {
     axes.push_back(d);
-  Value *bias = nullptr;
-  if (c.hasInput(2)) {
-    bias = c.input(2);
-  } else {
-    Shape shape;
-    for (int64_t d : axes)
-      shape.push_back(x->type.getShape()[d]);
-    bias = c.emitSplat(0, x->type.getDType(), shape, c.node.output(0) + "_bias");
+    normalized.push_back(x->type.getShape()[d]);
   }
+  Value *scale = fitToNormalized(c, c.input(1), normalized, "Scale");
+  if (!scale)
+    return false;
+  Value *bias = c.hasInput(2)
+                    ? fitToNormalized(c, c.input(2), normalized, "B")
+                    : c.emitSplat(0, x->type.getDType(), normalized, c.node.output(0) + "_bias");
+  if (!bias)
+    return false;
   double epsilon = c.attrFloat("epsilon", 1e-5);
   Attrs attrs;
   attrs.set("axes", makeIntList(axes));

@@ -64,6 +64,24 @@ static const char kMean[] = "mean", kSum[] = "sum", kMax[] = "max", kMin[] = "mi
 /// `Op` over the axes (Plain), or a composed reduction around a sum.
 template <Composed Kind, const char *Op = kSum>
 static bool convertReduce(NodeContext &c) {
+  // The product of a shape's dims (Keras' Dense on a 3-D input, through
+  // tf.tensordot: ReduceProd of Shape's free dims) stays a shape value.
+  if (std::optional<ShapeValue> shape = c.shapeValue(0);
+      Kind == Composed::Plain && Op == kProd && shape && !shape->isStatic() && !shape->scalar) {
+    std::optional<ReduceAttrs> reduce = readReduceAttrs(c);
+    if (!reduce)
+      return false;
+    bool overDim0 = reduce->axes.empty() ||
+                    (reduce->axes.size() == 1 && (reduce->axes[0] == 0 || reduce->axes[0] == -1));
+    std::optional<SymbolicSize> product = productOf(shape->elements);
+    if (reduce->reduces && overDim0 && product) {
+      ShapeValue result;
+      result.dtype = shape->dtype;
+      result.elements = {*product};
+      result.scalar = !reduce->keepdims;
+      return c.defineShape(0, result), true;
+    }
+  }
   Value *x = c.input(0);
   if (!x)
     return false;

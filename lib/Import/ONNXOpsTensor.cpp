@@ -146,10 +146,30 @@ static bool convertSqueeze(NodeContext &c) {
     c.defineShape(0, *shape);
     return true;
   }
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  // A symbolic dim is never assumed to be 1: without axes the output's rank
+  // would depend on it; a squeezed axis must be 1.
+  const std::vector<Dim> &shape = x->type.getShape();
+  int64_t rank = int64_t(shape.size());
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!shape[d].isSymbolic())
+      continue;
+    std::string fix = " (--dim " + shape[d].symbol + "=SIZE fixes its size)";
+    if (!axes)
+      return c.fail("without axes Squeeze removes every dim of size 1, and whether the "
+                    "symbolic dim " + shape[d].symbol + " (dim " + std::to_string(d) +
+                    ") is 1 is known only at run time" + fix);
+    if (llvm::any_of(*axes, [&](int64_t axis) { return axis == d || axis + rank == d; }))
+      return c.fail("Squeeze removes dim " + std::to_string(d) + ", whose symbolic size " +
+                    shape[d].symbol + " is not known to be 1 (--dim " + shape[d].symbol +
+                    "=1 fixes it)");
+  }
   Attrs attrs;
   if (axes)
     attrs.set("axis", makeIntList(*axes));
-  c.define(0, c.emit("squeeze", {Operand::of(c.input(0))}, attrs));
+  c.define(0, c.emit("squeeze", {Operand::of(x)}, attrs));
   return true;
 }
 
@@ -297,12 +317,32 @@ static bool convertSlice(NodeContext &c) {
     c.defineShape(0, result);
     return true;
   }
+  // A slice of a whole symbolic dim (start 0, end past any size, step 1:
+  // tf2onnx's x[:, 0:INT_MAX]) changes nothing there; FIR's strided_slice
+  // takes no symbolic dim.
+  Value *x = c.input(0);
+  if (!x)
+    return false;
+  int64_t rank = x->type.getRank();
+  for (size_t k = axes.size(); k-- > 0;) {
+    int64_t axis = axes[k] < 0 ? axes[k] + rank : axes[k];
+    bool whole = steps[k] == 1 && ((*starts)[k] == 0 || (*starts)[k] <= -kMaxDimSize) &&
+                 (*ends)[k] >= kMaxDimSize;
+    if (axis >= 0 && axis < rank && x->type.getShape()[axis].isSymbolic() && whole) {
+      axes.erase(axes.begin() + k);
+      starts->erase(starts->begin() + k);
+      ends->erase(ends->begin() + k);
+      steps.erase(steps.begin() + k);
+    }
+  }
+  if (axes.empty())
+    return c.define(0, x), true;
   Attrs attrs;
   attrs.set("axes", makeIntList(axes));
   attrs.set("begin", makeIntList(*starts));
   attrs.set("end", makeIntList(*ends));
   attrs.set("strides", makeIntList(steps));
-  c.define(0, c.emit("strided_slice", {Operand::of(c.input(0))}, attrs));
+  c.define(0, c.emit("strided_slice", {Operand::of(x)}, attrs));
   return true;
 }
 

@@ -105,13 +105,17 @@ static bool readWindow(NodeContext &c, const Type &x, Window &w) {
     w.pads.assign(2 * spatial, 0);
   } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     for (size_t d = 0; d < spatial; ++d) {
+      // With stride 1 the padding, (kernel - 1) x dilation, does not depend
+      // on the size (Keras' Conv1D(padding='same') on a dynamic length).
       const Dim &in = x.getShape()[2 + d];
-      if (in.isSymbolic())
-        return c.fail("auto_pad " + autoPad + " on the symbolic dim '" + in.symbol +
-                      "' is not supported");
-      __int128 out = (in.size + w.strides[d] - 1) / w.strides[d];
+      if (in.isSymbolic() && w.strides[d] != 1)
+        return c.fail("auto_pad " + autoPad + " with stride " + std::to_string(w.strides[d]) +
+                      " on the symbolic dim '" + in.symbol + "' is not supported (--dim " +
+                      in.symbol + "=SIZE fixes its size)");
+      int64_t size = in.isSymbolic() ? 1 : in.size; // any size gives stride 1's padding
+      __int128 out = (size + w.strides[d] - 1) / w.strides[d];
       __int128 needed =
-          (out - 1) * w.strides[d] + __int128(w.kernel[d] - 1) * w.dilations[d] + 1 - in.size;
+          (out - 1) * w.strides[d] + __int128(w.kernel[d] - 1) * w.dilations[d] + 1 - size;
       if (needed > kMaxDimSize)
         return c.fail("auto_pad " + autoPad + " would need more than 2^40 of padding");
       int64_t total = std::max<int64_t>(0, int64_t(needed));

@@ -23,16 +23,22 @@ using namespace fusec::onnximport;
 /// broadcasting of a one-element side). Returns false when not applicable.
 bool onnximport::foldShapeArithmetic(NodeContext &c, llvm::StringRef op) {
   std::optional<ShapeValue> a = c.shapeValue(0), b = c.shapeValue(1);
-  // Shape arithmetic is int64's, with overflow an error; other int dtypes
-  // wrap, and fold elementwise.
-  if (!a || !b || a->dtype != DType::i64 || b->dtype != DType::i64)
+  // Shape arithmetic is int64's, with overflow an error, or int32's where a
+  // symbolic dim takes part (TensorFlow's shapes, as tf2onnx casts them);
+  // other int constants wrap, and fold elementwise.
+  if (!a || !b || a->dtype != b->dtype ||
+      !(a->dtype == DType::i64 ||
+        (a->dtype == DType::i32 && !(a->isStatic() && b->isStatic()))))
     return false;
+  const char *overflowMessage = a->dtype == DType::i64 ? "int64 overflow in a shape computation"
+                                                       : "int32 overflow in a shape computation";
   size_t n = std::max(a->elements.size(), b->elements.size());
   if ((a->elements.size() != n && a->elements.size() != 1) ||
       (b->elements.size() != n && b->elements.size() != 1))
     return false;
   ShapeValue result;
   result.scalar = a->scalar && b->scalar;
+  result.dtype = a->dtype;
   for (size_t k = 0; k < n; ++k) {
     const SymbolicSize &x = a->elements[a->elements.size() == 1 ? 0 : k];
     const SymbolicSize &y = b->elements[b->elements.size() == 1 ? 0 : k];
@@ -50,7 +56,7 @@ bool onnximport::foldShapeArithmetic(NodeContext &c, llvm::StringRef op) {
         value = x;
         if (op == "Add" ? __builtin_add_overflow(x.size, y.size, &value->size)
                         : __builtin_sub_overflow(x.size, y.size, &value->size))
-          return c.fail("int64 overflow in a shape computation");
+          return c.fail(overflowMessage);
         if (value->size == 0)
           value = SymbolicSize::of(0);
       }
@@ -73,8 +79,8 @@ bool onnximport::foldShapeArithmetic(NodeContext &c, llvm::StringRef op) {
       overflow = true;
     else
       value = x.size / y.size; // ONNX: integer division truncates
-    if (overflow)
-      return c.fail("int64 overflow in a shape computation");
+    if (overflow || (a->dtype == DType::i32 && value != int64_t(int32_t(value))))
+      return c.fail(overflowMessage);
     result.elements.push_back(SymbolicSize::of(value));
   }
   c.defineShape(0, result);

@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/SMLoc.h"
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -42,6 +43,23 @@ bool isIntDType(DType dtype);
 /// `value` truncated to an int64, saturated at INT64_MIN/INT64_MAX (2^63 as
 /// a double, the nearest to INT64_MAX, becomes INT64_MAX); NaN is 0.
 int64_t saturatingInt64(double value);
+/// `value` truncated and wrapped modulo 2^64 into int64's range (NaN and
+/// infinities are 0), without the undefined behaviour of converting an
+/// out-of-range double: `astype`'s float-to-integer conversion.
+inline int64_t wrapToInt64(double value) {
+  // In range (nearly always: indices, loop bounds): the cast truncates as
+  // trunc does. NaN fails both comparisons and takes the slow path.
+  if (value >= -9223372036854775808.0 && value < 9223372036854775808.0)
+    return static_cast<int64_t>(value);
+  if (std::isnan(value) || std::isinf(value))
+    return 0;
+  double wrapped = std::fmod(std::trunc(value), 18446744073709551616.0);
+  if (wrapped >= 9223372036854775808.0)
+    wrapped -= 18446744073709551616.0;
+  else if (wrapped < -9223372036854775808.0)
+    wrapped += 18446744073709551616.0;
+  return wrapped >= 9223372036854775808.0 ? INT64_MIN : static_cast<int64_t>(wrapped);
+}
 /// `value` wrapped to `dtype`'s width as two's complement (i8, i32), 0/1
 /// for bool; i64 as is.
 int64_t wrapToIntDType(int64_t value, DType dtype);

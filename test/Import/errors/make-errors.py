@@ -120,6 +120,22 @@ def main():
         [vi("x", ["N", 16, 4, 4])], [vi("y", [1, 256])],
         [const("s", np.array([1, 256], np.int64))]))
 
+    # Squeeze on a symbolic dim: without axes the output's rank depends on
+    # whether the dim is 1; with an axis, the dim must be 1. A slice along a
+    # symbolic dim names that dim's --dim, not the first symbolic dim's.
+    save("squeeze_symbolic_no_axes", model(
+        [helper.make_node("Squeeze", ["x"], ["y"], name="squeeze")],
+        [vi("x", ["batch", 1, 3])], [vi("y", ["batch", 3])]))
+    save("squeeze_symbolic_axis", model(
+        [helper.make_node("Squeeze", ["x", "axes"], ["y"], name="squeeze")],
+        [vi("x", ["batch", 3])], [vi("y", [3])],
+        [const("axes", np.array([0], np.int64))]))
+    save("slice_symbolic_dim", model(
+        [helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["y"], name="pooler")],
+        [vi("x", ["batch", "sequence", 4])], [vi("y", ["batch", 1, 4])],
+        [const("starts", np.array([0], np.int64)), const("ends", np.array([1], np.int64)),
+         const("axes", np.array([1], np.int64))]))
+
     # Element types fusec has no dtype for (valid ONNX).
     save("uint8_input", model(
         [helper.make_node("Identity", ["x"], ["y"], name="id")],

@@ -280,6 +280,69 @@ run_model("unused_values", [
         numpy_helper.from_array(np.ones(3, np.float64), "weights64")],
     np.maximum(v, 0))
 
+# Forms of TensorFlow/Keras exports (tf2onnx), against NumPy: LayerNorm-17
+# whose Scale and B only broadcast to the normalized shape ([1, 1, H],
+# [1, H]; [H] over axes 1 and 2); a constant Cast of -inf, NaN and
+# out-of-range values to int64, folded as astype converts them at run time
+# (T5's bucketed positions discard such values); Conv1D with SAME_UPPER and
+# stride 1 on a symbolic length (the padding, (k - 1) d, needs no size); a
+# Slice of a whole symbolic dim (a no-op); int32 shape arithmetic on a
+# symbolic batch and sequence (tf.shape is int32) and ReduceProd of shape
+# dims (tf.tensordot).
+lx = rng.standard_normal((2, 3, 8)).astype(np.float32)
+ln_scale, ln_bias = rng.standard_normal((1, 1, 8)).astype(np.float32), rng.standard_normal((1, 8)).astype(np.float32)
+def layer_norm(v, axes, gamma, beta):
+    mean = v.mean(axis=axes, keepdims=True)
+    return ((v - mean) / np.sqrt(((v - mean) ** 2).mean(axis=axes, keepdims=True) + 1e-5) * gamma + beta).astype(np.float32)
+check("layernorm17_broadcast_scale", "LayerNormalization", lx, [("s", ln_scale), ("b", ln_bias)],
+      {"axis": -1}, layer_norm(lx, (2,), ln_scale, ln_bias), opset=17, tolerance=1e-5)
+ln_h = rng.standard_normal(8).astype(np.float32)
+check("layernorm17_axis1_row", "LayerNormalization", lx, [("s", ln_h), ("b", ln_h)],
+      {"axis": 1}, layer_norm(lx, (1, 2), ln_h, ln_h), opset=17, tolerance=1e-5)
+run_model("cast_constant_out_of_range", [
+    helper.make_node("Cast", ["odd"], ["odd64"], to=TensorProto.INT64),
+    helper.make_node("Cast", ["odd64"], ["oddf"], to=TensorProto.FLOAT),
+    helper.make_node("Add", ["x", "oddf"], ["y"])], v[0],
+    [numpy_helper.from_array(np.array([-np.inf, np.nan, -2.7], np.float32), "odd")],
+    v[0] + np.array([0, 0, -2], np.float32))
+seq_x = rng.standard_normal((2, 3, 7)).astype(np.float32)
+seq_w = rng.standard_normal((4, 3, 4)).astype(np.float32)
+seq_padded = np.pad(seq_x, [(0, 0), (0, 0), (1, 2)])
+seq_ref = np.stack([np.einsum("ncw,ocw->no", seq_padded[:, :, i:i + 4], seq_w)
+                    for i in range(7)], axis=-1).astype(np.float32)
+run_model("conv1d_same_symbolic_length", [
+    helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER")], seq_x,
+    [numpy_helper.from_array(seq_w, "w")], seq_ref, x_dims=["batch", 3, "length"], tolerance=1e-5)
+run_model("slice_whole_symbolic_dim", [
+    helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["y"])], seq_x,
+    [numpy_helper.from_array(np.array([0, 1], np.int64), "starts"),
+     numpy_helper.from_array(np.array([2**62, 3], np.int64), "ends"),
+     numpy_helper.from_array(np.array([2, 1], np.int64), "axes")],
+    seq_x[:, 1:3, :], x_dims=["batch", 3, "length"])
+tf_w = rng.standard_normal((7, 5)).astype(np.float32)
+run_model("tf_int32_shape_arithmetic", [
+    helper.make_node("Shape", ["x"], ["shape64"]),
+    helper.make_node("Cast", ["shape64"], ["shape32"], to=TensorProto.INT32),
+    helper.make_node("Gather", ["shape32", "zero"], ["b"]),
+    helper.make_node("Gather", ["shape32", "one"], ["s"]),
+    helper.make_node("Mul", ["b", "s"], ["rows"]),
+    helper.make_node("Unsqueeze", ["rows", "axis0"], ["rows1"]),
+    helper.make_node("Concat", ["rows1", "cols"], ["flat32"], axis=0),
+    helper.make_node("Cast", ["flat32"], ["flat"], to=TensorProto.INT64),
+    helper.make_node("Reshape", ["x", "flat"], ["x2"]),
+    helper.make_node("MatMul", ["x2", "w"], ["y2"]),
+    helper.make_node("Slice", ["shape64", "zero1", "two1"], ["free"]),
+    helper.make_node("ReduceProd", ["free"], ["count"], keepdims=1),
+    helper.make_node("Concat", ["count", "out5"], ["flat5"], axis=0),
+    helper.make_node("Reshape", ["y2", "flat5"], ["y2again"]),
+    helper.make_node("Concat", ["free", "out5"], ["shape3"], axis=0),
+    helper.make_node("Reshape", ["y2again", "shape3"], ["y"])], seq_x,
+    [numpy_helper.from_array(v_, n) for n, v_ in (
+        ("zero", np.int32(0)), ("one", np.int32(1)), ("axis0", np.array([0], np.int64)),
+        ("cols", np.array([7], np.int32)), ("w", tf_w), ("zero1", np.array([0], np.int64)),
+        ("two1", np.array([2], np.int64)), ("out5", np.array([5], np.int64)))],
+    (seq_x @ tf_w).astype(np.float32), x_dims=["batch", "seq", 7], tolerance=1e-5)
+
 # Trilu on the input (a where with a constant mask), and on a constant (a
 # causal mask, folded: only the add is left).
 sq = rng.standard_normal((2, 5, 6)).astype(np.float32)

@@ -34,6 +34,10 @@ for name in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "HOME"):
 if "ASAN_OPTIONS" in os.environ:
     config.available_features.add("asan")
 
+# /dev/full (every write fails: No space left on device), for write errors.
+if os.path.exists("/dev/full"):
+    config.available_features.add("dev-full")
+
 config.substitutions.append(("%fusec_bin_dir", bin_dir))
 config.substitutions.append(("%repo", config.test_source_root))
 config.substitutions.append(("%python", "/usr/bin/python3"

@@ -15,6 +15,7 @@
 
 #include "fusec/Exec/Exec.h"
 #include "fusec/IR/Pattern.h"
+#include "fusec/Support/FileIO.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -101,16 +102,11 @@ int fusec::runBackend(const Module &module, const BackendRequest &request,
         {std::string(header), files.header},
         {request.launcher, files.source},
         {std::string(manifest), cuda::writeManifest(plan, request.arch)}};
-    for (const auto &[file, text] : written) {
-      std::error_code ec;
-      llvm::raw_fd_ostream os(file, ec, llvm::sys::fs::OF_Text);
-      if (ec) {
-        llvm::WithColor::error(llvm::errs(), "fusec")
-            << "cannot write '" << file << "': " << ec.message() << "\n";
+    for (const auto &[file, text] : written)
+      if (std::string problem = writeFile(file, text); !problem.empty()) {
+        llvm::WithColor::error(llvm::errs(), "fusec") << problem << "\n";
         return ExitInputError;
       }
-      os << text;
-    }
   }
   std::string group = "cuda-" + request.arch;
   for (const auto &kernel : module.kernels)

@@ -189,6 +189,11 @@ static bool decidePipeline(const std::string &emit, std::string &text,
   std::string level = optO0 ? "O0" : optO1 ? "O1" : optO2 ? "O2" : "";
   if (level.empty() && emit != "fir")
     level = "O2";
+  if (level.empty() && (costModel.getNumOccurrences() || targetDesc.getNumOccurrences())) {
+    usageError("--cost-model and --target apply to -O2, and FIR output runs no pipeline "
+               "unless one is given");
+    return false;
+  }
   if (!level.empty()) {
     text = getNamedPipeline(level, costModel,
                             targetDesc.getNumOccurrences() ? std::string(targetDesc)
@@ -480,12 +485,7 @@ static std::string writeFusionReport(const std::string &path, const FusionReport
     }
     root["decisions"].push_back(entry);
   }
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
-  if (ec)
-    return "cannot write '" + path + "': " + ec.message();
-  os << root.dump(2) << "\n";
-  return "";
+  return writeFile(path, root.dump(2) + "\n");
 }
 
 static void printVersion(llvm::raw_ostream &os) {
@@ -610,18 +610,13 @@ int fusec::driverMain(int argc, char **argv) {
       output += "// -----\n";
     output += chunkOutput;
   }
-  std::error_code ec;
   // No partial PTX or cubin, and no empty FIR file for a failed input (a
   // later `fusec` would read it as an empty module); --split-input-file
   // still writes the chunks that succeeded.
   if (exitCode != ExitSuccess && (emit != "fir" || !splitInputFile))
     return exitCode;
-  llvm::ToolOutputFile out(outputFile, ec,
-                           emit == "cubin" ? llvm::sys::fs::OF_None : llvm::sys::fs::OF_Text);
-  if (ec)
-    return inputError("cannot write '" + outputFile + "': " + ec.message());
-  out.os() << output;
-  out.keep();
+  if (std::string problem = writeFile(outputFile, output, emit == "cubin"); !problem.empty())
+    return inputError(problem);
   if (reportPtr) {
     std::string problem = writeFusionReport(fusionReport, report, moduleName, *pipeline);
     if (!problem.empty())

@@ -68,11 +68,15 @@ bool Load::linearOffsets(const Buffer &buffer, const std::vector<IndexCalc> &ind
     if (calc.general || calc.divisionReads(slot))
       return false;
     int64_t first = calc.eval(vars), delta = calc.stepAlong(slot);
-    int64_t last = first + delta * (count - 1);
-    if (std::min(first, last) < 0 || std::max(first, last) >= buffer.shape[d])
+    int64_t last;
+    if (__builtin_mul_overflow(delta, count - 1, &last) ||
+        __builtin_add_overflow(first, last, &last) || std::min(first, last) < 0 ||
+        std::max(first, last) >= buffer.shape[d])
       return false;
     offset += first * buffer.strides[d];
-    step += delta * buffer.strides[d];
+    // In range: |delta| (count - 1) < the dim, and a single element's step
+    // is never used.
+    step = wrappingAdd(step, wrappingMul(delta, buffer.strides[d]));
   }
   if (buffer.threadSlot >= 0) {
     offset += vars[buffer.threadSlot] * buffer.threadStride;

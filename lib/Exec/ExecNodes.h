@@ -154,7 +154,7 @@ struct IndexOp final : Node {
     case KExpr::Sub: result = wrappingSub(x, y); break;
     case KExpr::Mul: result = wrappingMul(x, y); break;
     case KExpr::FloorDiv: result = floorDiv(x, y); break;
-    case KExpr::Mod: result = x - floorDiv(x, y) * y; break;
+    case KExpr::Mod: result = wrappingSub(x, wrappingMul(floorDiv(x, y), y)); break;
     case KExpr::Min: result = std::min(x, y); break;
     case KExpr::Max: result = std::max(x, y); break;
     case KExpr::Lt: return x < y;

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "fusec/Exec/Exec.h"
 #include "KernelExec.h"
+#include "fusec/Support/FileIO.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -138,10 +139,8 @@ std::string fusec::writeNpyFile(llvm::StringRef path, const TensorData &data) {
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    return "cannot write '" + path.str() + "': " + ec.message();
+  std::string bytes;
+  llvm::raw_string_ostream os(bytes);
   os << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff)
      << char(header.size() >> 8) << header;
   if (asFloat) {
@@ -153,7 +152,7 @@ std::string fusec::writeNpyFile(llvm::StringRef path, const TensorData &data) {
     os.write(reinterpret_cast<const char *>(data.data()),
              data.getNumElements() * dtypeBytes(data.getDType()));
   }
-  return "";
+  return writeFile(path, os.str(), /*binary=*/true);
 }
 
 /// Per-dtype tolerances: |a - e| <= atol + rtol * |e|.

@@ -116,6 +116,15 @@ void runStage(const KStage &stage, Compiler &compiler, Buffer &out) {
     compiler.slots[var] = int(extents.size());
     extents.push_back(resolveDim(extent, compiler.symbols));
   }
+  // Like a lowered loop's trip count: a domain of 2^53 points or more (its
+  // product may not even fit int64) is refused, never wrapped.
+  if (!llvm::is_contained(extents, 0)) {
+    int64_t points = 1;
+    for (int64_t extent : extents)
+      if (__builtin_mul_overflow(points, extent, &points) || points >= (int64_t(1) << 53))
+        throw ExecError{"the stage of %" + stage.buffer +
+                        " has 2^53 or more iterations, more than the interpreter runs"};
+  }
   NodePtr body = compiler.compile(*stage.body);
   DType bodyDType = stage.body->dtype;
   Combiner combiner = stage.combiner == "multiply" ? Combiner::Multiply

@@ -123,7 +123,7 @@ int fusec::runMain(int argc, char **argv) {
   std::vector<std::string> inputFiles(inputs.begin(), inputs.end());
   if (inputFiles.size() == 1 && inputFiles[0].empty())
     inputFiles.clear();
-  if (randomInputs && !inputFiles.empty())
+  if (randomInputs && inputs.getNumOccurrences())
     return fail(2, "give exactly one of --inputs and --random-inputs");
   std::map<std::string, int64_t> dimSizes;
   for (llvm::StringRef entryText : dims) {
@@ -269,11 +269,8 @@ int fusec::runMain(int argc, char **argv) {
     if (countersFile == "-") {
       llvm::outs() << json;
     } else {
-      std::error_code ec;
-      llvm::raw_fd_ostream os(countersFile, ec, llvm::sys::fs::OF_Text);
-      if (ec)
-        return fail(1, "cannot write '" + countersFile + "': " + ec.message());
-      os << json;
+      if (std::string problem = writeFile(countersFile, json); !problem.empty())
+        return fail(1, problem);
     }
   }
   return 0;

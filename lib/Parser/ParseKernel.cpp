@@ -248,6 +248,10 @@ Parser::MutableExpr Parser::parseKBinary(ExprContext context, int minPrecedence)
     ++links;
     MutableExpr rhs;
     if (negativeLiteral) {
+      if (token.intValue == INT64_MIN) // i - 2^63: no int64 holds 2^63
+        return error("the index constant " + token.spelling.drop_front().str() +
+                     " does not fit int64"),
+               nullptr;
       rhs = std::make_shared<KExpr>(*KExpr::intConst(-token.intValue));
       consume();
     } else {

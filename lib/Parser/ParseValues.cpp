@@ -116,6 +116,11 @@ bool Parser::parseDim(Dim &dim) {
   if (token.is(Token::BareIdent)) {
     if (token.spelling.contains('.') || parseDType(token.spelling))
       return error("invalid dimension name '" + token.spelling + "'");
+    // A dim's name appears in kernel expressions (loop extents, guards),
+    // where these read as literals: the lowered dump would not parse back.
+    static const llvm::StringRef literals[] = {"true", "false", "inf", "nan"};
+    if (llvm::is_contained(literals, token.spelling))
+      return error("'" + token.spelling + "' is a literal, not a dimension name");
     dim = Dim::named(token.spelling.str());
     consume();
     return true;

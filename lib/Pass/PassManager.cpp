@@ -13,6 +13,7 @@
 #include "fusec/Parser/Parser.h"
 #include "fusec/Pass/Pass.h"
 #include "fusec/Printer/Printer.h"
+#include "fusec/Support/FileIO.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -67,15 +68,12 @@ static bool writeDumpFile(const std::string &dir, size_t index,
        << pass.getName().str() << ".fir";
   llvm::SmallString<256> path(dir);
   llvm::sys::path::append(path, name.str());
-  std::error_code ec;
-  llvm::raw_fd_ostream file(path, ec, llvm::sys::fs::OF_Text);
-  if (ec) {
-    diag.error(llvm::SMLoc(), "cannot write '" + path + "': " + ec.message());
+  std::string text = "// IR after pass " + std::to_string(index) + ": " + passTitle(pass) +
+                     " (" + pass.getName().str() + ")\n" + moduleText;
+  if (std::string problem = writeFile(path, text); !problem.empty()) {
+    diag.error(llvm::SMLoc(), problem);
     return false;
   }
-  file << "// IR after pass " << index << ": " << passTitle(pass) << " ("
-       << pass.getName() << ")\n"
-       << moduleText;
   return true;
 }
 

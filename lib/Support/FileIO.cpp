@@ -4,6 +4,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace fusec;
 
@@ -56,3 +57,22 @@ std::unique_ptr<llvm::MemoryBuffer> fusec::readFile(llvm::StringRef path, std::s
   }
   return std::move(*buffer);
 }
+
+std::string fusec::writeFile(llvm::StringRef path, llvm::StringRef contents, bool binary) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, binary ? llvm::sys::fs::OF_None : llvm::sys::fs::OF_Text);
+  std::string target = path == "-" ? "to stdout" : "'" + path.str() + "'";
+  if (ec)
+    return "cannot write " + target + ": " + ec.message();
+  os << contents;
+  if (path == "-")
+    os.flush(); // stdout stays open
+  else
+    os.close();
+  if (!os.has_error())
+    return "";
+  std::string reason = os.error().message();
+  os.clear_error();
+  return "cannot write " + target + ": " + reason;
+}
+

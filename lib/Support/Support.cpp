@@ -360,3 +360,23 @@ void fusec::exitOnOutOfMemory(const char *toolName) {
   llvm::remove_bad_alloc_error_handler();
   llvm::install_bad_alloc_error_handler(onOutOfMemory);
 }
+
+static const char *stdoutTool = "fusec";
+
+static void checkStdoutAtExit() {
+  llvm::raw_fd_ostream &out = llvm::outs();
+  out.flush();
+  if (!out.has_error())
+    return;
+  std::string reason = out.error().message();
+  out.clear_error();
+  llvm::errs() << stdoutTool << ": error: cannot write to stdout: " << reason << "\n";
+  llvm::errs().flush();
+  _exit(1);
+}
+
+void fusec::exitCleanlyOnStdoutError(const char *toolName) {
+  stdoutTool = toolName;
+  llvm::outs(); // constructed first, so that its destructor runs after the check
+  std::atexit(checkStdoutAtExit);
+}

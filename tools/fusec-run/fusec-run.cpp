@@ -13,5 +13,6 @@
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   fusec::exitOnOutOfMemory("fusec-run");
+  fusec::exitCleanlyOnStdoutError("fusec-run");
   return fusec::runMain(argc, argv);
 }

@@ -15,6 +15,7 @@
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   fusec::exitOnOutOfMemory("fusec");
+  fusec::exitCleanlyOnStdoutError("fusec");
   fusec::registerAllPasses();
   return fusec::driverMain(argc, argv);
 }

@@ -4,7 +4,8 @@
 // .npy weights, ONNX models) goes through `readFile`: a path that is not a
 // regular file is refused, because LLVM reads a device or a FIFO until EOF
 // and `/dev/zero` never ends (out of memory). Stdin (`-`) may be a pipe, so
-// it is read up to a limit instead.
+// it is read up to a limit instead. Every file fusec writes goes through
+// `writeFile`, which reports a failed write instead of aborting.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSEC_SUPPORT_FILEIO_H
@@ -29,6 +30,12 @@ constexpr uint64_t kMaxStdinBytes = uint64_t(2) << 30;
 std::unique_ptr<llvm::MemoryBuffer> readFile(llvm::StringRef path, std::string &error,
                                              bool isText = false, bool allowStdin = false,
                                              uint64_t stdinLimit = kMaxStdinBytes);
+
+/// Writes `contents` to `path` ("-": stdout) and closes it, checking that
+/// every byte arrived (a full disk, /dev/full, a read-only /proc file):
+/// LLVM's streams abort the process on an unchecked write error. Returns ""
+/// or "cannot write 'PATH': REASON" ("cannot write to stdout: REASON").
+std::string writeFile(llvm::StringRef path, llvm::StringRef contents, bool binary = false);
 
 } // namespace fusec
 

@@ -135,6 +135,12 @@ std::string findEmptyFlagValue(llvm::ArrayRef<RequiredValue> flags);
 /// llvm::InitLLVM, which installs the handler this one replaces.
 void exitOnOutOfMemory(const char *toolName);
 
+/// Makes a failed write to stdout (`> /dev/full`, a closed pipe's end of
+/// disk) print `<tool>: error: cannot write to stdout: REASON` and exit
+/// with 1 when the program ends, instead of LLVM's abort in outs()'s
+/// destructor; this covers cl's --help, which exits on its own.
+void exitCleanlyOnStdoutError(const char *toolName);
+
 } // namespace fusec
 
 #endif // FUSEC_SUPPORT_SUPPORT_H

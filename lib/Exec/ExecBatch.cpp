@@ -33,12 +33,10 @@ void IndexCalc::evalBatch(int64_t *vars, int slot, int64_t count, int64_t *out) 
   for (int64_t t = 0; t < count; ++t)
     out[t] = wrappingAdd(value, wrappingMul(step, t));
   for (const Derived &term : derived) {
-    int64_t base = term.base, baseStep = 0;
-    for (const auto &[termSlot, coefficient] : term.baseTerms) {
-      base = wrappingAdd(base, wrappingMul(coefficient, vars[termSlot]));
+    int64_t base = term.baseAt(vars), baseStep = 0;
+    for (const auto &[termSlot, coefficient] : term.baseTerms)
       if (termSlot == slot)
         baseStep = wrappingAdd(baseStep, coefficient);
-    }
     if (baseStep == 0) {
       int64_t added = wrappingMul(term.coefficient, term.divided(base));
       for (int64_t t = 0; t < count; ++t)
@@ -117,16 +115,9 @@ int64_t IndexCalc::evalWithout(const int64_t *vars, int slot) const {
   for (const auto &[termSlot, coefficient] : terms)
     if (termSlot != slot)
       value = wrappingAdd(value, wrappingMul(coefficient, vars[termSlot]));
-  for (const Derived &term : derived) {
-    int64_t base = term.base;
-    bool readsSlot = false;
-    for (const auto &[termSlot, coefficient] : term.baseTerms) {
-      base = wrappingAdd(base, wrappingMul(coefficient, vars[termSlot]));
-      readsSlot |= termSlot == slot;
-    }
-    if (!readsSlot)
-      value = wrappingAdd(value, wrappingMul(term.coefficient, term.divided(base)));
-  }
+  for (const Derived &term : derived)
+    if (llvm::none_of(term.baseTerms, [&](const auto &baseTerm) { return baseTerm.first == slot; }))
+      value = wrappingAdd(value, wrappingMul(term.coefficient, term.divided(term.baseAt(vars))));
   return value;
 }
 
@@ -135,9 +126,9 @@ int64_t IndexCalc::evalWithout(const int64_t *vars, int slot) const {
 static constexpr int64_t kSplitLimit = int64_t(1) << 60;
 
 const int64_t *SplitOffsets::get(const Buffer &buffer, const std::vector<IndexCalc> &indices,
-                                 const int64_t *vars, int slot, int64_t count, int64_t &base) {
+                                 int64_t *vars, int slot, int64_t count, int64_t &base) {
   if (slot != this->slot || vars[slot] != start || count != this->count)
-    rebuild(buffer, indices, slot, vars[slot], count);
+    rebuild(buffer, indices, vars, slot, count);
   if (!splits)
     return nullptr;
   base = 0;
@@ -154,9 +145,9 @@ const int64_t *SplitOffsets::get(const Buffer &buffer, const std::vector<IndexCa
 }
 
 void SplitOffsets::rebuild(const Buffer &buffer, const std::vector<IndexCalc> &indices,
-                           int slot, int64_t start, int64_t count) {
+                           int64_t *vars, int slot, int64_t count) {
   this->slot = slot;
-  this->start = start;
+  start = vars[slot];
   this->count = count;
   splits = false;
   for (const IndexCalc &calc : indices) {
@@ -170,23 +161,17 @@ void SplitOffsets::rebuild(const Buffer &buffer, const std::vector<IndexCalc> &i
         return; // reads the slot and another variable
     }
   }
+  // The slot's part of each index: the whole, less the part without it
+  // (which does not change along the batch).
   perElement.assign(count, 0);
   low.assign(indices.size(), 0);
   high.assign(indices.size(), 0);
+  int64_t values[kBatch];
   for (size_t d = 0; d < indices.size(); ++d) {
-    const IndexCalc &calc = indices[d];
+    indices[d].evalBatch(vars, slot, count, values);
+    int64_t uniform = indices[d].evalWithout(vars, slot);
     for (int64_t t = 0; t < count; ++t) {
-      int64_t x = start + t, part = 0;
-      for (const auto &[termSlot, coefficient] : calc.terms)
-        if (termSlot == slot)
-          part = wrappingAdd(part, wrappingMul(coefficient, x));
-      for (const IndexCalc::Derived &term : calc.derived)
-        if (!term.baseTerms.empty() && term.baseTerms.front().first == slot) {
-          int64_t base = term.base;
-          for (const auto &baseTerm : term.baseTerms)
-            base = wrappingAdd(base, wrappingMul(baseTerm.second, x));
-          part = wrappingAdd(part, wrappingMul(term.coefficient, term.divided(base)));
-        }
+      int64_t part = wrappingSub(values[t], uniform);
       if (part < -buffer.shape[d] || part > buffer.shape[d])
         return; // out of range, or in range only with a large uniform part
       low[d] = t ? std::min(low[d], part) : part;

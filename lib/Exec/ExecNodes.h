@@ -249,6 +249,12 @@ struct IndexCalc {
     // thread's `floordiv(tx, 16)` in every iteration of its loops).
     mutable int64_t lastBatchBase = 0, lastBatchStep = 0;
     mutable std::vector<int64_t> lastBatch;
+    int64_t baseAt(const int64_t *vars) const {
+      int64_t value = base;
+      for (const auto &[slot, coefficient] : baseTerms)
+        value = wrappingAdd(value, wrappingMul(coefficient, vars[slot]));
+      return value;
+    }
     /// The chain of floordiv/mod steps applied to `x` (floor semantics).
     int64_t divided(int64_t x) const {
       for (const auto &[isMod, c] : steps) { // c > 0: no check needed
@@ -270,9 +276,7 @@ struct IndexCalc {
     for (const auto &[slot, coefficient] : terms)
       value = wrappingAdd(value, wrappingMul(coefficient, vars[slot]));
     for (const Derived &term : derived) {
-      int64_t base = term.base;
-      for (const auto &[slot, coefficient] : term.baseTerms)
-        base = wrappingAdd(base, wrappingMul(coefficient, vars[slot]));
+      int64_t base = term.baseAt(vars);
       if (!term.cached || base != term.lastBase) {
         term.lastBase = base;
         term.lastResult = term.divided(base);
@@ -311,8 +315,7 @@ struct IndexCalc {
 struct AffineValue final : Node {
   IndexCalc calc;
   double eval(const int64_t *vars) const override { return fromInt64(calc.eval(vars)); }
-  /// Along a slot that no division reads, the values step by its
-  /// coefficient.
+  /// IndexCalc's batch: linear steps, divisions memoized per batch.
   void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const override {
     int64_t values[kBatch];
     calc.evalBatch(vars, slot, count, values);
@@ -331,11 +334,11 @@ public:
   /// The offsets to add to `base`, or nullptr when the indices do not
   /// split or an element may fall outside the buffer.
   const int64_t *get(const Buffer &buffer, const std::vector<IndexCalc> &indices,
-                     const int64_t *vars, int slot, int64_t count, int64_t &base);
+                     int64_t *vars, int slot, int64_t count, int64_t &base);
 
 private:
-  void rebuild(const Buffer &buffer, const std::vector<IndexCalc> &indices, int slot,
-               int64_t start, int64_t count);
+  void rebuild(const Buffer &buffer, const std::vector<IndexCalc> &indices, int64_t *vars,
+               int slot, int64_t count);
   int slot = -1;
   int64_t start = 0, count = 0;
   bool splits = false;
@@ -632,6 +635,17 @@ struct Cast final : Node {
   }
 };
 
+/// Calls `run(from, to, taken)` for each run [from, to) of neighbouring
+/// batch elements whose conditions agree.
+template <typename Run> void forEachRun(const double *conditions, int64_t count, Run &&run) {
+  for (int64_t from = 0, to; from < count; from = to) {
+    bool taken = conditions[from] != 0;
+    for (to = from + 1; to < count && (conditions[to] != 0) == taken;)
+      ++to;
+    run(from, to, taken);
+  }
+}
+
 struct Select final : Node {
   NodePtr cond, a, b;
   mutable double conditions[kBatch];
@@ -644,13 +658,10 @@ struct Select final : Node {
   void evalBatch(int64_t *vars, int slot, int64_t count, double *out) const override {
     cond->evalBatch(vars, slot, count, conditions);
     int64_t start = vars[slot];
-    for (int64_t from = 0, to; from < count; from = to) {
-      bool taken = conditions[from] != 0;
-      for (to = from + 1; to < count && (conditions[to] != 0) == taken;)
-        ++to;
+    forEachRun(conditions, count, [&](int64_t from, int64_t to, bool taken) {
       vars[slot] = start + from;
       (taken ? a : b)->evalBatch(vars, slot, to - from, out + from);
-    }
+    });
     vars[slot] = start;
   }
 };

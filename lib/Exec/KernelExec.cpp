@@ -150,9 +150,9 @@ void runStage(const KStage &stage, Compiler &compiler, Buffer &out) {
       inner(int64_t(1), -1);
       return;
     }
-    int64_t outer = product(from, to) / std::max<int64_t>(extents[batched], 1);
     if (extents[batched] == 0)
       return;
+    int64_t outer = product(from, to) / extents[batched];
     for (int64_t point = 0; point < outer; ++point) {
       for (size_t d = to, rest = point; d-- > from;) {
         if (d == batched)

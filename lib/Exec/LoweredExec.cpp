@@ -9,8 +9,9 @@
 // taking the same branch, a loop whose extent reads the thread variable
 // thread by thread. Without races (a thread writing what another thread of
 // the same region reads, which a GPU does not order either) the results
-// are those of running the threads one after another. A shuffle reads every thread's source local first, then writes
-// every destination, with CUDA's lane rules (xor: lane ^ offset; down:
+// are those of running the threads one after another. A shuffle reads
+// every thread's source local first, then writes every destination, with
+// CUDA's lane rules (xor: lane ^ offset; down:
 // lane + offset, or the thread's own value past the warp's end). Shared
 // buffers and locals start each block as NaN, so a read before a write
 // shows up in the results instead of passing by accident.
@@ -127,12 +128,10 @@ struct IfThen final : Stmt {
     double taken[kBatch];
     cond->evalBatch(vars, slot, count, taken);
     int64_t start = vars[slot];
-    for (int64_t from = 0, to; from < count; from = to) {
-      for (to = from + 1; to < count && (taken[to] != 0) == (taken[from] != 0);)
-        ++to;
+    forEachRun(taken, count, [&](int64_t from, int64_t to, bool branch) {
       vars[slot] = start + from;
-      (taken[from] != 0 ? then : otherwise)->execBatch(vars, slot, to - from);
-    }
+      (branch ? then : otherwise)->execBatch(vars, slot, to - from);
+    });
     vars[slot] = start;
   }
 };

@@ -84,9 +84,8 @@ static double roundToFormat(double value, int precision, int minExponent,
   int biased = int((bits >> 52) & 0x7ff);
   if (biased != 0 && biased != 0x7ff) {
     int exponent = biased - 1022; // frexp's: value = m * 2^exponent, 0.5 <= |m| < 1
+    // Bits below the quantum: at least 53 - precision (> 0 for f16/bf16).
     int drop = std::max(exponent, minExponent + 1) - precision - (exponent - 53);
-    if (drop <= 0)
-      return value;
     if (drop <= 52) {
       uint64_t sign = bits & (uint64_t(1) << 63), magnitude = bits & ~sign;
       uint64_t mask = (uint64_t(1) << drop) - 1, rest = magnitude & mask,

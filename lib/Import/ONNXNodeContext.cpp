@@ -324,8 +324,10 @@ Value *NodeContext::emit(llvm::StringRef op, std::vector<Operand> operands, Attr
   Value *value = importer.addBinding(std::move(binding), hint, problem);
   if (!value) {
     llvm::StringRef text(problem);
+    auto isNameChar = [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+    };
     auto named = [&](const std::string &symbol) {
-      auto isNameChar = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
       for (size_t at = text.find(symbol); at != llvm::StringRef::npos;
            at = text.find(symbol, at + 1))
         if ((at == 0 || !isNameChar(text[at - 1])) &&

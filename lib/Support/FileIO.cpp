@@ -75,4 +75,3 @@ std::string fusec::writeFile(llvm::StringRef path, llvm::StringRef contents, boo
   os.clear_error();
   return "cannot write " + target + ": " + reason;
 }
-

@@ -297,8 +297,8 @@ GroupOutliner::Result GroupOutliner::outline(
   }
   if (result.outputs.empty()) {
     // TVM drops every binding of a dead group, its gets of outside tuples
-    // too (here they stand outside the function; none is read elsewhere
-    // unless another binding reads it as well).
+    // too (here they stand outside the function); a get that a binding
+    // outside the group also reads stays.
     for (Binding *get : fields.gets)
       if (llvm::all_of(uses.lookup(get->getResult()),
                        [&](const Binding *user) { return memberSet.count(user); }))

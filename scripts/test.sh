@@ -4,6 +4,8 @@
 #   - build-asan/: fusec and the parser fuzzer with AddressSanitizer and
 #     UBSan, built with clang; ctest runs the lit suite against it too and
 #     fuzzes the parser for a bounded time.
+# Debug info is line tables only (-g1, clang's -gline-tables-only): enough for
+# backtraces and sanitizer reports, and it cuts the compile time by a third.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -12,10 +14,12 @@ scripts/install-deps.sh
 test/Import/ort/install.sh build/ort
 jobs=$(nproc)
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -G Ninja \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEC_SANITIZE=ON -DFUSEC_ENABLE_FUZZER=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" -DFUSEC_SANITIZE=ON -DFUSEC_ENABLE_FUZZER=ON \
   -DFUSEC_BUILD_TESTS=OFF >/dev/null
 ninja -C build-asan -j "$jobs" fusec fusec-run fusec-parser-fuzzer
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
   -DFUSEC_ASAN_BIN_DIR="$PWD/build-asan/bin" >/dev/null
 ninja -C build -j "$jobs"
 cd build

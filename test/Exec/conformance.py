@@ -32,6 +32,11 @@ softmax/norms compute in f32 and round once.
 
 Usage:
   conformance.py --fusec-run build/bin/fusec-run --tmp DIR [-k SUBSTR] [-v] [-j N]
+                 [--shard K/N]
+
+--shard K/N runs the cases whose name hashes (CRC-32) to K modulo N: a
+deterministic sample spread over every operator and dtype (the sanitizer
+build's run, where each case costs ten times as much).
 
 Prints one line per failing case and a summary "N cases, M failed"; exits 1
 if a case fails that is not listed in KNOWN_FAILURES, or if a listed case
@@ -39,6 +44,7 @@ passes (remove it from the list once the bug is fixed).
 """
 import argparse
 import concurrent.futures
+import zlib
 import math
 import os
 import shutil
@@ -1403,9 +1409,13 @@ def main():
     parser.add_argument("--lower", action="store_true",
                         help="run each case lowered (fusec -O0, from fusec-run's directory)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir of passing cases")
+    parser.add_argument("--shard", default="0/1",
+                        help="K/N: only the cases whose name's CRC-32 is K modulo N")
     args = parser.parse_args()
+    shard, shards = (int(part) for part in args.shard.split("/"))
 
-    cases = [c for c in generate() if args.filter in c.name]
+    cases = [c for c in generate() if args.filter in c.name
+             and zlib.crc32(c.name.encode()) % shards == shard]
     if args.list:
         for c in cases:
             print(c.name)

@@ -125,6 +125,9 @@ int fusec::runMain(int argc, char **argv) {
     inputFiles.clear();
   if (randomInputs && inputs.getNumOccurrences())
     return fail(2, "give exactly one of --inputs and --random-inputs");
+  if (dims.getNumOccurrences() && !randomInputs)
+    return fail(2, "--dims sizes the symbolic dims of --random-inputs; with --inputs the "
+                   "arrays' shapes give them");
   std::map<std::string, int64_t> dimSizes;
   for (llvm::StringRef entryText : dims) {
     auto [name, value] = entryText.split('=');
@@ -166,6 +169,15 @@ int fusec::runMain(int argc, char **argv) {
     return fail(2, "@" + function->name + " takes " + std::to_string(flat.size()) +
                        " inputs: give --inputs=a.npy,... or --random-inputs");
   if (randomInputs) {
+    for (const auto &[dimName, size] : dimSizes)
+      if (!llvm::any_of(flat, [&](const auto &input) {
+            return llvm::any_of(input.second.getShape(),
+                                [&](const Dim &dim) { return dim.symbol == dimName; });
+          }))
+        // A warning, not an error: a script may size `n` for every model it runs.
+        llvm::WithColor::warning(llvm::errs(), "fusec-run")
+            << "--dims " << dimName << "=" << size << ": no input of @" << function->name
+            << " has a dim named '" << dimName << "'\n";
     std::string error;
     arguments = makeRandomInputs(*function, seed, dimSizes, error);
     if (!error.empty())

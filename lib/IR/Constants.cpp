@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <set>
 
 using namespace fusec;
 
@@ -204,27 +205,81 @@ TensorData ConstantData::materialize(const Type &type) const {
 // NumPy .npy reader
 //===----------------------------------------------------------------------===//
 
-/// Extracts the value text of `'key': value` from an .npy header dict; a
-/// key written twice makes the header malformed (which one counts is not
-/// clear: NumPy takes the last).
-static std::optional<std::string> npyHeaderField(llvm::StringRef header,
-                                                 llvm::StringRef key) {
-  std::string quoted = ("'" + key + "'").str();
-  size_t pos = header.find(quoted);
-  if (pos == llvm::StringRef::npos || header.rfind(quoted) != pos)
-    return std::nullopt;
-  llvm::StringRef rest = header.drop_front(pos + key.size() + 2).ltrim();
-  if (!rest.consume_front(":"))
-    return std::nullopt;
-  rest = rest.ltrim();
-  if (rest.startswith("(")) {
-    size_t close = rest.find(')');
+/// The header of an .npy file: the Python dict literal NumPy writes,
+/// `{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }` padded with
+/// spaces and a newline. Parsed as strictly as NumPy's own reader: exactly
+/// these three keys, each once; a string, a bool and a tuple of integers
+/// (`(3,)`: `(3)` is not a tuple); nothing after the closing brace.
+struct NpyHeader {
+  std::string descr, shapeText;
+  bool fortranOrder = false;
+  std::vector<int64_t> shape;
+};
+
+static std::optional<NpyHeader> parseNpyHeader(llvm::StringRef text) {
+  NpyHeader header;
+  auto skipSpace = [&] { text = text.ltrim(" \t\n\r"); };
+  auto parseString = [&]() -> std::optional<std::string> {
+    if (text.empty() || (text[0] != '\'' && text[0] != '"'))
+      return std::nullopt;
+    size_t close = text.find(text[0], 1);
     if (close == llvm::StringRef::npos)
       return std::nullopt;
-    return rest.substr(0, close + 1).str();
+    std::string value = text.substr(1, close - 1).str();
+    text = text.drop_front(close + 1);
+    return value;
+  };
+  auto parseShape = [&]() -> bool {
+    llvm::StringRef start = text;
+    if (!text.consume_front("("))
+      return false;
+    bool lastHadComma = true;
+    for (skipSpace(); !text.consume_front(")"); skipSpace()) {
+      if (!lastHadComma)
+        return false;
+      size_t digits = text.find_first_not_of("0123456789");
+      int64_t dim;
+      if (digits == 0 || text.substr(0, digits).getAsInteger(10, dim) || dim > kMaxDimSize)
+        return false;
+      header.shape.push_back(dim);
+      text = text.drop_front(digits).ltrim(" ");
+      lastHadComma = text.consume_front(",");
+    }
+    if (header.shape.size() == 1 && !lastHadComma)
+      return false;
+    header.shapeText = start.substr(0, start.size() - text.size()).str();
+    return true;
+  };
+  std::set<std::string> seen;
+  skipSpace();
+  if (!text.consume_front("{"))
+    return std::nullopt;
+  for (skipSpace(); !text.consume_front("}"); skipSpace()) {
+    std::optional<std::string> key = parseString();
+    skipSpace();
+    if (!key || !seen.insert(*key).second || !text.consume_front(":"))
+      return std::nullopt;
+    skipSpace();
+    if (*key == "descr") {
+      std::optional<std::string> descr = parseString();
+      if (!descr)
+        return std::nullopt;
+      header.descr = *descr;
+    } else if (*key == "fortran_order") {
+      header.fortranOrder = text.startswith("True");
+      if (!text.consume_front("True") && !text.consume_front("False"))
+        return std::nullopt;
+    } else if (*key != "shape" || !parseShape()) {
+      return std::nullopt;
+    }
+    skipSpace();
+    if (!text.consume_front(",") && !text.ltrim().startswith("}"))
+      return std::nullopt;
   }
-  size_t end = rest.find_first_of(",}");
-  return rest.substr(0, end).trim().str();
+  skipSpace();
+  if (!text.empty() || seen.size() != 3)
+    return std::nullopt;
+  return header;
 }
 
 std::shared_ptr<TensorData> fusec::readNpyFile(llvm::StringRef path,
@@ -258,50 +313,34 @@ std::shared_ptr<TensorData> fusec::readNpyFile(llvm::StringRef path,
     error = "'" + path.str() + "' has a truncated .npy header";
     return nullptr;
   }
-  llvm::StringRef header = bytes.substr(headerStart, headerLength);
-  auto descr = npyHeaderField(header, "descr");
-  auto fortranOrder = npyHeaderField(header, "fortran_order");
-  auto shapeText = npyHeaderField(header, "shape");
-  if (!descr || !fortranOrder || !shapeText) {
+  std::optional<NpyHeader> header = parseNpyHeader(bytes.substr(headerStart, headerLength));
+  if (!header) {
     error = "'" + path.str() + "' has a malformed .npy header";
     return nullptr;
   }
-  if (*fortranOrder != "False") {
+  if (header->fortranOrder) {
     error = "'" + path.str() + "' is in Fortran order; only C order is read";
     return nullptr;
   }
   static const std::pair<const char *, DType> descrs[] = {
-      {"'<f4'", DType::f32}, {"'<f2'", DType::f16}, {"'|i1'", DType::i8},
-      {"'<i1'", DType::i8},  {"'<i4'", DType::i32}, {"'<i8'", DType::i64},
-      {"'|b1'", DType::boolean}};
+      {"<f4", DType::f32}, {"<f2", DType::f16}, {"|i1", DType::i8},
+      {"<i1", DType::i8},  {"<i4", DType::i32}, {"<i8", DType::i64},
+      {"|b1", DType::boolean}};
   std::optional<DType> dtype;
   for (const auto &[text, value] : descrs)
-    if (*descr == text)
+    if (header->descr == text)
       dtype = value;
   if (!dtype) {
-    error = "'" + path.str() + "' has unsupported element type " + *descr;
+    error = "'" + path.str() + "' has unsupported element type '" + header->descr + "'";
     return nullptr;
   }
-  std::vector<int64_t> shape;
-  llvm::StringRef dims = llvm::StringRef(*shapeText).trim("() ");
-  llvm::SmallVector<llvm::StringRef, 4> parts;
-  dims.split(parts, ',', -1, /*KeepEmpty=*/false);
-  for (llvm::StringRef part : parts) {
-    part = part.trim();
-    if (part.empty())
-      continue;
-    int64_t dim;
-    if (part.getAsInteger(10, dim) || dim < 0 || dim > kMaxDimSize) {
-      error = "'" + path.str() + "' has a malformed shape " + *shapeText;
-      return nullptr;
-    }
-    shape.push_back(dim);
-  }
+  const std::vector<int64_t> &shape = header->shape;
+  const std::string &shapeText = header->shapeText;
   size_t dataStart = headerStart + headerLength;
   uint64_t count = 1;
   for (int64_t dim : shape) {
     if (dim != 0 && count > (bytes.size() + 1) / uint64_t(dim)) {
-      error = "'" + path.str() + "' is shorter than its shape " + *shapeText;
+      error = "'" + path.str() + "' is shorter than its shape " + shapeText;
       return nullptr;
     }
     count *= uint64_t(dim);

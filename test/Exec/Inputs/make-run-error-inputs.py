@@ -33,9 +33,26 @@ with open(os.path.join(out, "f32_3.npy"), "rb") as f:
     data = f.read()
 with open(os.path.join(out, "truncated.npy"), "wb") as f:
     f.write(data[:-4])
+
+
+def save_with_header(name, header):
+    """An f32[3] of ones under a hand-written header dict."""
+    header += b" " * (63 - (10 + len(header)) % 64) + b"\n"
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header +
+                np.ones(3, np.float32).tobytes())
+
+
 # A header naming 'descr' twice (NumPy would take the last): malformed.
-header = b"{'descr': '<f4', 'descr': '<i4', 'fortran_order': False, 'shape': (3,), }"
-header += b" " * (63 - (10 + len(header)) % 64) + b"\n"
-with open(os.path.join(out, "duplicate_key.npy"), "wb") as f:
-    f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header +
-            np.ones(3, np.float32).tobytes())
+save_with_header("duplicate_key.npy",
+                 b"{'descr': '<f4', 'descr': '<i4', 'fortran_order': False, 'shape': (3,), }")
+# Headers NumPy's reader refuses: no closing brace, `(3)` (an int, not a
+# tuple), a key it does not know, a missing key, text after the dict.
+save_with_header("no_brace.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape': (3,), ")
+save_with_header("shape_not_tuple.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape': (3)}")
+save_with_header("extra_key.npy",
+                 b"{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'x': 1}")
+save_with_header("missing_key.npy", b"{'descr': '<f4', 'shape': (3,)}")
+save_with_header("after_dict.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape': (3,)} 0")
+# Double quotes and no trailing comma are a dict all the same.
+save_with_header("double_quotes.npy", b'{"descr": "<f4", "fortran_order": False, "shape": (3,)}')

@@ -18,7 +18,10 @@
 //      access; other operands are read per lane (classifyLaneAccess, the
 //      same rule the interpreter counts by);
 //   5. async_copy / async_commit / async_wait are cp.async, its
-//      commit_group and wait_group (a plain copy before sm_80).
+//      commit_group and wait_group (a plain copy before sm_80); mma and
+//      ldmatrix are mma.sync and ldmatrix, through prelude functions
+//      (fc_mma_f16, fc_ldmatrix_x4, ...) that a host compiler takes from the
+//      emulator header instead (docs/emulator.md).
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/Target/CUDA.h"
@@ -505,46 +508,37 @@ void KernelEmitter::emitStmt(const LStmt &stmt) {
     // The fragments' registers, as PTX wants them: A and B as 32-bit pairs
     // of f16/bf16, C and D as floats (layout: docs/ir.md).
     DType dtype = kernel.findBuffer(stmt.operands[0]->name)->type.getDType();
-    const char *kind = dtype == DType::bf16 ? "bf16" : "f16";
     auto element = [&](const KExpr &load, int64_t i) {
       return bufferName(load.name) + "[" + std::to_string(load.args[0]->intValue + i) + "]";
     };
     auto words = [&](const KExpr &load, int64_t count) {
       std::string text;
       for (int64_t i = 0; i < count; ++i)
-        text += std::string(i ? ", " : "") + "\"r\"(fc_pack2(" + element(load, 2 * i) + ", " +
-                element(load, 2 * i + 1) + "))";
+        text += ", fc_pack2(" + element(load, 2 * i) + ", " + element(load, 2 * i + 1) + ")";
       return text;
     };
     std::string d, c;
     for (int64_t i = 0; i < 4; ++i) {
-      d += std::string(i ? ", " : "") + "\"=f\"(" + bufferName(stmt.buffer) + "[" +
-           std::to_string(stmt.indices[0]->intValue + i) + "])";
-      c += std::string(", \"f\"(") + element(*stmt.operands[2], i) + ")";
+      d += std::string(i ? ", " : "") + bufferName(stmt.buffer) + "[" +
+           std::to_string(stmt.indices[0]->intValue + i) + "]";
+      c += ", " + element(*stmt.operands[2], i);
     }
-    line(std::string("asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.") + kind + "." +
-         kind + ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\"");
-    line("    : " + d);
-    line("    : " + words(*stmt.operands[0], 4) + ", " + words(*stmt.operands[1], 2) + c + ");");
+    line(std::string(dtype == DType::bf16 ? "fc_mma_bf16(" : "fc_mma_f16(") + d + ",");
+    line("    " + words(*stmt.operands[0], 4).substr(2) + words(*stmt.operands[1], 2) + c + ");");
     return;
   }
   case LStmt::LdMatrix: {
     // One ldmatrix per warp: each lane passes its row's shared address;
     // register m holds the lane's two elements of matrix m.
-    std::string count = std::to_string(stmt.count), outputs, operands;
-    for (int64_t m = 0; m < stmt.count; ++m) {
-      std::string separator = m ? ", " : "", at = std::to_string(m);
-      outputs += separator + "\"=r\"(fc_ldm[" + at + "])";
-      operands += separator + "%" + at;
-    }
+    std::string count = std::to_string(stmt.count), registers;
+    for (int64_t m = 0; m < stmt.count; ++m)
+      registers += "fc_ldm[" + std::to_string(m) + "], ";
     line("{");
     ++depth;
     line("unsigned fc_ldm[" + count + "];");
-    line("asm volatile(\"ldmatrix.sync.aligned.m8n8.x" + count + (stmt.transpose ? ".trans" : "") +
-         ".shared.b16 {" + operands + "}, [%" + count + "];\"");
-    line("    : " + outputs);
-    line("    : \"r\"((unsigned)__cvta_generic_to_shared(&" + bufferName(stmt.value->name) + "[" +
-         offset(stmt.value->name, stmt.value->args) + "])));");
+    line("fc_ldmatrix_x" + count + "<" + (stmt.transpose ? "true" : "false") + ">(" + registers +
+         "&" + bufferName(stmt.value->name) + "[" + offset(stmt.value->name, stmt.value->args) +
+         "]);");
     int64_t base = stmt.indices[0]->intValue;
     for (int64_t m = 0; m < stmt.count; ++m)
       line("fc_unpack2(fc_ldm[" + std::to_string(m) + "], " + bufferName(stmt.buffer) + "[" +

@@ -171,6 +171,10 @@ __device__ __forceinline__ void fc_unpack2(unsigned r, __nv_bfloat16 &lo, __nv_b
   hi = __ushort_as_bfloat16((unsigned short)(r >> 16));
 }
 
+// What only a GPU has: cp.async, mma.sync, ldmatrix (inline PTX). A host
+// compiler (fusec-run --device=emulator) takes these from fusec's emulator
+// header instead, which defines them as the PTX ISA does.
+#ifdef __CUDACC__
 // Asynchronous copies into shared memory (async_copy, async_commit,
 // async_wait): cp.async on sm_80 and later, where the bytes past `valid`
 // are zero-filled and nothing is read when `valid` is 0; a plain copy
@@ -198,6 +202,59 @@ template <int Pending> __device__ __forceinline__ void fc_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" :: "n"(Pending) : "memory");
 #endif
 }
+
+// One m16n8k16 tensor-core step of a warp, D = A * B + C (A row-major,
+// B column-major, f32 accumulators; which lane holds which fragment
+// element: docs/ir.md). Arguments, not arrays: a fragment array whose
+// address escapes would live in local memory.
+#define FC_MMA(NAME, KIND)                                                                  \
+  __device__ __forceinline__ void NAME(float &d0, float &d1, float &d2, float &d3,         \
+                                       unsigned a0, unsigned a1, unsigned a2, unsigned a3, \
+                                       unsigned b0, unsigned b1, float c0, float c1,       \
+                                       float c2, float c3) {                               \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." KIND "." KIND ".f32 "             \
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"      \
+                 : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)                                   \
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c0), "f"(c1),  \
+                   "f"(c2), "f"(c3));                                                       \
+  }
+FC_MMA(fc_mma_f16, "f16")
+FC_MMA(fc_mma_bf16, "bf16")
+#undef FC_MMA
+
+// ldmatrix: 1, 2 or 4 8x8 matrices of 16-bit elements from shared memory;
+// each lane names one row (lane 8m + r: row r of matrix m), register m
+// receives the lane's two elements of matrix m (or of its transpose).
+template <bool Trans>
+__device__ __forceinline__ void fc_ldmatrix_x1(unsigned &r0, const void *row) {
+  unsigned at = (unsigned)__cvta_generic_to_shared(row);
+  if (Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];" : "=r"(r0) : "r"(at));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];" : "=r"(r0) : "r"(at));
+}
+template <bool Trans>
+__device__ __forceinline__ void fc_ldmatrix_x2(unsigned &r0, unsigned &r1, const void *row) {
+  unsigned at = (unsigned)__cvta_generic_to_shared(row);
+  if (Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];"
+                 : "=r"(r0), "=r"(r1) : "r"(at));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+                 : "=r"(r0), "=r"(r1) : "r"(at));
+}
+template <bool Trans>
+__device__ __forceinline__ void fc_ldmatrix_x4(unsigned &r0, unsigned &r1, unsigned &r2,
+                                               unsigned &r3, const void *row) {
+  unsigned at = (unsigned)__cvta_generic_to_shared(row);
+  if (Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(at));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(at));
+}
+#endif // __CUDACC__
 
 } // namespace
 

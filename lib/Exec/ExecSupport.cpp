@@ -166,7 +166,8 @@ static std::pair<double, double> tolerance(DType dtype) {
 }
 
 std::string fusec::compareResults(const std::vector<TensorData> &expected,
-                                  const std::vector<TensorData> &actual) {
+                                  const std::vector<TensorData> &actual,
+                                  const CompareOptions &options) {
   if (expected.size() != actual.size())
     return std::to_string(actual.size()) + " results instead of " +
            std::to_string(expected.size());
@@ -175,6 +176,15 @@ std::string fusec::compareResults(const std::vector<TensorData> &expected,
     if (e.getDType() != a.getDType() || e.getShape() != a.getShape())
       return "result " + std::to_string(r) + " changed its type";
     auto [atol, rtol] = tolerance(e.getDType());
+    if (options.precision && isFloatDType(e.getDType())) {
+      auto [coarseAtol, coarseRtol] = tolerance(*options.precision);
+      atol = std::max(atol, coarseAtol), rtol = std::max(rtol, coarseRtol);
+    }
+    double largest = 0;
+    if (options.relativeToOutput)
+      for (int64_t i = 0; i < e.getNumElements(); ++i)
+        if (std::isfinite(e.get(i)))
+          largest = std::max(largest, std::fabs(e.get(i)));
     for (int64_t i = 0; i < e.getNumElements(); ++i) {
       if (e.getDType() == DType::i64) { // exactly, beyond 2^53 too
         if (e.getInt(i) != a.getInt(i))
@@ -185,7 +195,7 @@ std::string fusec::compareResults(const std::vector<TensorData> &expected,
       double x = e.get(i), y = a.get(i);
       if (std::isnan(x) && std::isnan(y))
         continue;
-      if (x == y || std::fabs(x - y) <= atol + rtol * std::fabs(x))
+      if (x == y || std::fabs(x - y) <= atol + rtol * std::max(std::fabs(x), largest))
         continue;
       return "result " + std::to_string(r) + " element " + std::to_string(i) +
              " was " + formatFloat(x, false) + " and is now " + formatFloat(y, false);

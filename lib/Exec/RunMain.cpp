@@ -2,11 +2,14 @@
 //
 // `fusec-run FILE.fir [--inputs=a.npy,b.npy | --random-inputs --seed=N]
 //  [--dims=n=64] [--outputs=DIR] [--counters=FILE.json] [--print]
-//  [--device=cuda [--bench] [--expect=DIR | --unchecked]]`:
+//  [--device=cuda [--bench] [--expect=DIR | --unchecked] | --device=emulator]`:
 // parses the module (any pipeline stage), runs the entry function on the
 // CPU reference interpreter and writes what was asked. With --device=cuda
 // the module (lowered) also runs on the GPU through the launcher engine;
 // its results must match the interpreter's, and are the ones written.
+// --device=emulator runs the same CUDA C and engine on the CPU (fusec's
+// CUDA emulator, twice: threads in order with late cp.async copies, then in
+// reverse with early ones); each run must match the interpreter.
 // Exit codes as fusec: 1 bad input (including run-time errors and a GPU
 // result that differs), 2 usage error.
 //
@@ -48,7 +51,7 @@ cl::opt<std::string> countersFile("counters", cl::desc("Write the counters as JS
                                   cl::value_desc("FILE.json"), cl::cat(runCategory));
 cl::opt<bool> printOutputs("print", cl::desc("Print the results to stdout"),
                            cl::cat(runCategory));
-cl::opt<std::string> device("device", cl::desc("cpu (default) or cuda"), cl::init("cpu"),
+cl::opt<std::string> device("device", cl::desc("cpu (default), cuda or emulator"), cl::init("cpu"),
                             cl::cat(runCategory));
 cl::opt<bool> bench("bench", cl::desc("With --device=cuda: time the model with CUDA events"),
                     cl::cat(runCategory));
@@ -66,6 +69,28 @@ cl::opt<bool> unchecked("unchecked",
                         cl::cat(runCategory));
 cl::opt<std::string> cudaPath("cuda-path", cl::desc("CUDA installation for NVRTC"),
                               cl::value_desc("DIR"), cl::cat(runCategory));
+/// How a GPU's (or the emulator's) results are compared with the
+/// interpreter's: relative to the output's magnitude, and no more tightly
+/// than the module's least precise float type allows (CompareOptions).
+CompareOptions deviceComparison(const Module &module) {
+  CompareOptions options;
+  options.relativeToOutput = true;
+  auto consider = [&](const Type &type) {
+    DType dtype = type.getDType();
+    if (dtype == DType::bf16 || (dtype == DType::f16 && options.precision != DType::bf16))
+      options.precision = dtype;
+  };
+  for (const auto &kernel : module.kernels) {
+    for (const auto *buffers : {&kernel->inputs, &kernel->outputs, &kernel->internals})
+      for (const KBuffer &buffer : *buffers)
+        consider(buffer.type);
+    for (const LLaunch &launch : kernel->launches)
+      for (const KBuffer &buffer : launch.buffers)
+        consider(buffer.type);
+  }
+  return options;
+}
+
 } // namespace
 
 static int fail(int code, const llvm::Twine &message) {
@@ -110,8 +135,8 @@ int fusec::runMain(int argc, char **argv) {
       {&cudaPath, "a directory"}};
   if (std::string empty = findEmptyFlagValue(needValues); !empty.empty())
     return fail(2, empty);
-  if (device != "cpu" && device != "cuda")
-    return fail(2, "--device must be cpu or cuda");
+  if (device != "cpu" && device != "cuda" && device != "emulator")
+    return fail(2, "--device must be cpu, cuda or emulator");
   if (bench && device != "cuda")
     return fail(2, "--bench times the GPU; add --device=cuda");
   if (unchecked && (device != "cuda" || !expectDir.empty() || !countersFile.empty()))
@@ -230,6 +255,25 @@ int fusec::runMain(int argc, char **argv) {
   } else if (!interpreter.run(function->name, arguments, results, error)) {
     return fail(1, error);
   }
+  if (device == "emulator") {
+    cuda::EmulatorOptions options;
+    options.cudaPath = cudaPath;
+    cuda::EmulatorResult emulated;
+    if (!cuda::runOnEmulator(*module, *function, arguments, options, emulated, error))
+      return fail(1, "--device=emulator: " + error);
+    static const char *const variantNames[] = {
+        "threads in order, cp.async landing at its wait",
+        "threads in reverse order, cp.async landing when issued"};
+    for (size_t v = 0; v < emulated.outputs.size(); ++v) {
+      std::string difference = compareResults(results, emulated.outputs[v], deviceComparison(*module));
+      if (!difference.empty())
+        return fail(1, std::string("the emulated GPU (") + variantNames[v] +
+                           ") and the interpreter disagree: " + difference);
+    }
+    llvm::errs() << "fusec-run: emulator: " << emulated.launches
+                 << " kernel launch(es), results match the interpreter in both thread orders\n";
+    results = std::move(emulated.outputs.back());
+  }
   if (device == "cuda") {
     cuda::DeviceRunOptions options;
     options.cudaPath = cudaPath;
@@ -242,7 +286,7 @@ int fusec::runMain(int argc, char **argv) {
       llvm::errs() << "fusec-run: " << onDevice.deviceName << " (" << onDevice.arch
                    << "): results not checked (--unchecked)\n";
     } else {
-      std::string difference = compareResults(results, onDevice.outputs);
+      std::string difference = compareResults(results, onDevice.outputs, deviceComparison(*module));
       if (!difference.empty())
         return fail(1, "the GPU (" + onDevice.deviceName + ", " + onDevice.arch + ") and " +
                            (expectDir.empty() ? "the interpreter" : "'" + expectDir + "'") +

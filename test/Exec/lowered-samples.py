@@ -10,7 +10,11 @@ derives are recomputed by fusec. The scaled module is then
      cuBLASLt composites, run by their bodies, and the cost model) and run,
 and the results compared within a tolerance scaled by the output's magnitude
 (reductions combine in another order once lowered). Prints one line per
-sample and pipeline; exits 1 on any failure."""
+sample and pipeline; exits 1 on any failure.
+
+With --device=emulator the lowered forms run as CUDA C on fusec's emulator
+(fusec-run --device=emulator, which also checks them against the
+interpreter), the unlowered graph still on the interpreter."""
 import argparse
 import os
 import re
@@ -67,6 +71,7 @@ def main():
     ap.add_argument("--fusec-bin", required=True)
     ap.add_argument("--samples", required=True)
     ap.add_argument("--tmp", required=True)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "emulator"])
     args = ap.parse_args()
     fusec = os.path.join(args.fusec_bin, "fusec")
     fusec_run = os.path.join(args.fusec_bin, "fusec-run")
@@ -96,7 +101,7 @@ def main():
                 continue
             out_dir = os.path.join(args.tmp, "%s.%s.out" % (name, level))
             rc, err = run([fusec_run, lowered, "--random-inputs", "--dims=n=4",
-                           "--outputs=" + out_dir])
+                           "--device=" + args.device, "--outputs=" + out_dir])
             if rc != 0:
                 print("%s -%s: run failed: %s" % (name, level, err.strip()))
                 failures += 1

@@ -88,11 +88,28 @@ std::string allocationProblem(int64_t elements, const std::string &what);
 /// error message.
 std::string writeNpyFile(llvm::StringRef path, const TensorData &data);
 
+/// How a GPU's results are compared with the interpreter's (both off for
+/// --check-each, which compares two runs of the interpreter):
+///   - relativeToOutput: the relative part of the tolerance is measured
+///     against the larger of the element and the output's largest finite
+///     magnitude: a library step rounds its fused epilogue once where the
+///     interpreter rounds after each operator, and in a sum that cancels
+///     that difference is relative to the terms, not to the sum;
+///   - precision: no tolerance is tighter than this dtype's (the module's
+///     least precise float): a reduction added in another order may round
+///     an f16 intermediate the other way, and an f32 result computed from it
+///     carries that difference.
+struct CompareOptions {
+  bool relativeToOutput = false;
+  std::optional<DType> precision;
+};
+
 /// Compares two results within a per-dtype tolerance (documented in
 /// docs/interpreter.md). Returns "" when they agree, else the first
 /// difference.
 std::string compareResults(const std::vector<TensorData> &expected,
-                           const std::vector<TensorData> &actual);
+                           const std::vector<TensorData> &actual,
+                           const CompareOptions &options = {});
 
 /// The entry function used by fusec-run and --check-each: `@main`, else the
 /// first graph function no other function calls.

@@ -200,6 +200,29 @@ bool runOnDevice(const Module &module, const Function &entry,
                  const std::vector<TensorData> &inputs, const DeviceRunOptions &options,
                  DeviceRunResult &result, std::string &error);
 
+/// fusec-run --device=emulator: the module's CUDA C compiled by the host
+/// C++ compiler ($CXX, else c++) with fusec's emulator header
+/// (include/fusec/Runtime/Emulator.h) and run on the CPU through the
+/// launcher engine, in a child process (a crash of a kernel is an error).
+struct EmulatorOptions {
+  std::string cudaPath; // the CUDA headers (cuda_fp16.h) the build needs
+  /// One run per entry, each with these fc_emu::Flags (1: threads in
+  /// reverse order, 2: cp.async copies land when issued).
+  std::vector<int> variants = {0, 3};
+};
+
+struct EmulatorResult {
+  std::vector<std::vector<TensorData>> outputs; // one set per variant
+  int64_t launches = 0;                         // kernel launches of one run
+};
+
+/// Builds and runs `entry` of the lowered `module` on `inputs` as
+/// EmulatorOptions says. Returns false and sets `error` on any failure
+/// (the host compiler's messages, a kernel's deadlock or crash).
+bool runOnEmulator(const Module &module, const Function &entry,
+                   const std::vector<TensorData> &inputs, const EmulatorOptions &options,
+                   EmulatorResult &result, std::string &error);
+
 } // namespace cuda
 } // namespace fusec
 

@@ -633,7 +633,7 @@ void KernelEmitter::emitLaunch(const LLaunch &launch, size_t index) {
     for (const Dim &dim : buffer.type.getShape())
       elements *= dim.size;
     // 16-byte alignment: a vector loop may access them as uint4.
-    line(std::string(buffer.role == KBuffer::Shared ? "__shared__ " : "") + "alignas(16) " +
+    line(std::string("alignas(16) ") + (buffer.role == KBuffer::Shared ? "__shared__ " : "") +
          storageType(buffer.type.getDType()) + " " + bufferName(buffer.name) + "[" +
          std::to_string(std::max<int64_t>(elements, 1)) + "];");
   }

@@ -194,15 +194,17 @@ int fusec::runMain(int argc, char **argv) {
     return fail(2, "@" + function->name + " takes " + std::to_string(flat.size()) +
                        " inputs: give --inputs=a.npy,... or --random-inputs");
   if (randomInputs) {
-    for (const auto &[dimName, size] : dimSizes)
+    for (const auto &entry : dimSizes) {
+      const std::string &dimName = entry.first;
       if (!llvm::any_of(flat, [&](const auto &input) {
             return llvm::any_of(input.second.getShape(),
                                 [&](const Dim &dim) { return dim.symbol == dimName; });
           }))
         // A warning, not an error: a script may size `n` for every model it runs.
         llvm::WithColor::warning(llvm::errs(), "fusec-run")
-            << "--dims " << dimName << "=" << size << ": no input of @" << function->name
-            << " has a dim named '" << dimName << "'\n";
+            << "--dims " << dimName << "=" << entry.second << ": no input of @"
+            << function->name << " has a dim named '" << dimName << "'\n";
+    }
     std::string error;
     arguments = makeRandomInputs(*function, seed, dimSizes, error);
     if (!error.empty())

@@ -1344,7 +1344,7 @@ def compare(got, want, dt, exact):
         bad.sum(), bad.size, errs.max(), list(i), float(g[i]), float(w[i]))
 
 
-def run_case(index, case, fusec_run, tmp, lower=None):
+def run_case(index, case, fusec_run, tmp, lower=None, run_args=()):
     d = os.path.join(tmp, "%04d" % index)
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, "main.fir")
@@ -1367,7 +1367,7 @@ def run_case(index, case, fusec_run, tmp, lower=None):
                                                 proc.stderr.strip().replace("\n", " | ")[:400])
         path = lowered
     out = os.path.join(d, "out")
-    cmd = [fusec_run, path, "--inputs=" + ",".join(inputs), "--outputs=" + out]
+    cmd = [fusec_run, path, "--inputs=" + ",".join(inputs), "--outputs=" + out] + list(run_args)
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               universal_newlines=True, timeout=60)
@@ -1409,6 +1409,9 @@ def main():
     parser.add_argument("--lower", action="store_true",
                         help="run each case lowered (fusec -O0, from fusec-run's directory)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir of passing cases")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "emulator"],
+                        help="with --lower: run the lowered CUDA C on fusec's emulator "
+                             "(which also checks it against the interpreter)")
     parser.add_argument("--shard", default="0/1",
                         help="K/N: only the cases whose name's CRC-32 is K modulo N")
     args = parser.parse_args()
@@ -1428,7 +1431,9 @@ def main():
     os.makedirs(args.tmp)
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.j) as pool:
         lower = os.path.join(os.path.dirname(args.fusec_run), "fusec") if args.lower else None
-        results = list(pool.map(lambda ic: run_case(ic[0], ic[1], args.fusec_run, args.tmp, lower),
+        run_args = ["--device=" + args.device] if args.device != "cpu" else []
+        results = list(pool.map(lambda ic: run_case(ic[0], ic[1], args.fusec_run, args.tmp, lower,
+                                                    run_args),
                                 enumerate(cases)))
     failed = known = xpass = 0
     for i, (case, problem) in enumerate(zip(cases, results)):

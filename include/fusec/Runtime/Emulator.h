@@ -485,7 +485,9 @@ inline void fc_ldmatrix_x4(unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r
 
 /// The table of a module's kernels, which the build appends after the
 /// generated source, and the entry point fusec-run calls:
-///   FC_EMU_KERNELS({"relu_kernel", &fc_emu::invoke<&relu_kernel>}, ...)
+///   FC_EMU_KERNELS({"relu_kernel", &fc_emu::invoke<&relu_kernel>}, ...,
+///                  {nullptr, nullptr})
+/// (the last entry keeps the table non-empty for a module without kernels).
 struct fc_emu_kernel {
   const char *name;
   void (*body)(void **);
@@ -496,7 +498,7 @@ struct fc_emu_kernel {
                                const unsigned block[3], void **params, int flags,         \
                                char *error, int errorSize) {                              \
     for (const fc_emu_kernel &kernel : fc_emu_kernel_table)                               \
-      if (std::strcmp(kernel.name, name) == 0) {                                          \
+      if (kernel.name && std::strcmp(kernel.name, name) == 0) {                           \
         std::string problem;                                                              \
         if (::fc_emu::runGrid(kernel.body, params, dim3(grid[0], grid[1], grid[2]),        \
                               dim3(block[0], block[1], block[2]), flags, problem))         \

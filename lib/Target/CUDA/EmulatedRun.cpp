@@ -249,7 +249,7 @@ std::string buildLibrary(const Module &module, const LaunchPlan &plan,
   for (size_t e = 0; e < plan.entryNames.size(); ++e)
     table += std::string(e ? ",\n" : "\n") + "  {\"" + plan.entryNames[e] +
              "\", &fc_emu::invoke<&" + plan.entryNames[e] + ">}";
-  table += ")\n";
+  table += std::string(plan.entryNames.empty() ? "\n" : ",\n") + "  {nullptr, nullptr})\n";
   for (auto [name, text] : {std::pair<const char *, std::string>{"fusec_emulator.h",
                                                                  getEmulatorText()},
                             {"module.cu", source},

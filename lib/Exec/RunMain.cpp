@@ -272,8 +272,11 @@ int fusec::runMain(int argc, char **argv) {
         return fail(1, std::string("the emulated GPU (") + variantNames[v] +
                            ") and the interpreter disagree: " + difference);
     }
-    llvm::errs() << "fusec-run: emulator: " << emulated.launches
-                 << " kernel launch(es), results match the interpreter in both thread orders\n";
+    llvm::errs() << "fusec-run: emulator: " << emulated.launches << " kernel launch(es)"
+                 << (emulated.libraryCalls
+                         ? ", " + std::to_string(emulated.libraryCalls) + " library call(s)"
+                         : std::string())
+                 << ", results match the interpreter in both thread orders\n";
     results = std::move(emulated.outputs.back());
   }
   if (device == "cuda") {

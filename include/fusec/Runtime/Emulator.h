@@ -153,11 +153,18 @@ inline unsigned char *exchangeOf(int lane) {
   return state().threads[size_t(thread)].exchange;
 }
 
+/// A fiber runs the kernel body once per block it is given: after a body
+/// returns it parks, and the next block resumes it at the top of the loop
+/// (a context is made once per fiber, not once per thread of every block).
 inline void threadEntry() {
-  State &s = state();
-  s.body(s.params);
-  s.threads[size_t(s.current)].wait = Wait::Exited;
-  _longjmp(s.schedulerAt, 1); // never returns: its context is used up
+  for (;;) {
+    State &s = state();
+    s.body(s.params);
+    Thread &thread = s.threads[size_t(s.current)];
+    thread.wait = Wait::Exited;
+    if (!_setjmp(thread.resumeAt))
+      _longjmp(s.schedulerAt, 1);
+  }
 }
 
 /// Runs thread `t` until it suspends or exits.
@@ -182,10 +189,11 @@ inline bool runBlock() {
   for (int t = 0; t < s.count; ++t) {
     Thread &thread = s.threads[size_t(t)];
     thread.wait = Wait::Runnable;
-    thread.started = false;
     s.mmaCount[size_t(t)] = 0;
     thread.openGroup.clear();
     thread.committed.clear();
+    if (thread.started)
+      continue; // parked after its last block's body
     if (!thread.stack)
       thread.stack.reset(new char[kStackBytes]);
     getcontext(&thread.context);
@@ -278,6 +286,8 @@ inline bool runGrid(void (*body)(void **), void **params, dim3 grid, dim3 block,
       for (unsigned x = 0; x < grid.x; ++x) {
         s.block = uint3{x, y, z};
         if (!runBlock()) {
+          for (Thread &thread : s.threads)
+            thread.started = false; // abandoned mid-body: made afresh if run again
           error = "block (" + std::to_string(x) + ", " + std::to_string(y) + ", " +
                   std::to_string(z) + "), thread " + std::to_string(s.current) + ": " + s.error;
           return false;

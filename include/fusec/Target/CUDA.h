@@ -213,7 +213,7 @@ struct EmulatorOptions {
 
 struct EmulatorResult {
   std::vector<std::vector<TensorData>> outputs; // one set per variant
-  int64_t launches = 0;                         // kernel launches of one run
+  int64_t launches = 0, libraryCalls = 0;       // the steps of one run
 };
 
 /// Builds and runs `entry` of the lowered `module` on `inputs` as

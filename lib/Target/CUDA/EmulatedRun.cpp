@@ -373,8 +373,9 @@ bool cuda::runOnEmulator(const Module &module, const Function &entry,
       result.outputs.back().push_back(std::move(data));
     }
   }
-  result.launches = llvm::count_if(plan.steps, [](const LaunchPlan::Step &step) {
-    return step.kind == fusec_rt::StepDesc::Launch;
-  });
+  for (const LaunchPlan::Step &step : plan.steps) {
+    result.launches += step.kind == fusec_rt::StepDesc::Launch;
+    result.libraryCalls += step.kind == fusec_rt::StepDesc::Library;
+  }
   return finish(true);
 }

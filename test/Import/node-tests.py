@@ -263,7 +263,7 @@ def run_test(t, args, work):
             os.makedirs(odir)
             rc, out = run([args.fusec_run, fir] +
                           (["--inputs=" + ",".join(npys)] if npys else []) +
-                          ["--outputs=" + odir], log)
+                          ["--outputs=" + odir] + args.run_args, log)
             if rc is None:
                 return "fail", "fusec-run " + out, log
             if rc != 0:
@@ -305,6 +305,8 @@ def main():
     ap.add_argument("--work", help="work directory (default: a temporary one, removed)")
     ap.add_argument("--filter", help="only tests whose name matches this regex")
     ap.add_argument("--fusec-args", default="", help='extra fusec flags, e.g. "-O2"')
+    ap.add_argument("--run-args", default="",
+                    help='extra fusec-run flags, e.g. "--device=emulator" (with -O2)')
     ap.add_argument("--bind-inputs", action="store_true",
                     help="make every graph input after the first an initializer holding "
                          "the test's data (tests with one input are skipped)")
@@ -315,6 +317,7 @@ def main():
                     help="also print skipped tests, and the commands and output of failures")
     args = ap.parse_args()
     args.fusec_args = args.fusec_args.split()
+    args.run_args = args.run_args.split()
 
     if args.bin:
         args.fusec = os.path.join(args.bin, "fusec")

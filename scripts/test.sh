@@ -5,7 +5,8 @@
 #     UBSan, built with clang; ctest runs the lit suite against it too and
 #     fuzzes the parser for a bounded time.
 # Debug info is line tables only (-g1, clang's -gline-tables-only): enough for
-# backtraces and sanitizer reports, and it cuts the compile time by a third.
+# backtraces and sanitizer reports, and about a quarter less compile time
+# (ExecSupport.cpp: 8.7 s with -g, 6.4 s with -g1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh

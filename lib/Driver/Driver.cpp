@@ -296,19 +296,6 @@ static int processChunk(const std::string &text, llvm::StringRef bufferName,
                        backendStats);
 }
 
-/// The first name of a --debug-only list that no debug output answers to
-/// (a misspelt pass would otherwise print nothing and say nothing), or "".
-static std::string findUnknownDebugType(llvm::StringRef commaSeparatedTypes) {
-  llvm::SmallVector<llvm::StringRef, 4> types;
-  commaSeparatedTypes.split(types, ',', -1, /*KeepEmpty=*/false);
-  for (llvm::StringRef type : types) {
-    type = type.trim();
-    if (type != "all" && type != "*" && type != "cuda" && !lookupPassInfo(type))
-      return type.str();
-  }
-  return "";
-}
-
 /// Imports an ONNX model and compiles it; the weights of a `.fir` output
 /// are written beside it (`<stem>.weights/*.npy`), or inlined on stdout.
 static int processONNX(const PassManager &pipeline, Instrumentation inst, FusionReport *report,
@@ -550,10 +537,12 @@ int fusec::driverMain(int argc, char **argv) {
   if (!setLogLevel(logLevel))
     return usageError("--log-level must be trace, debug, info, warn, error or off");
   if (!debugOnly.empty()) {
-    if (std::string unknown = findUnknownDebugType(debugOnly); !unknown.empty())
+    std::string unknown = setDebugOnly(debugOnly, [](llvm::StringRef type) {
+      return type == "cuda" || lookupPassInfo(type); // the backend's, or a pass's
+    });
+    if (!unknown.empty())
       return usageError("--debug-only: unknown name '" + unknown +
                         "' (a pass name, cuda for the backend, or all)");
-    setDebugOnly(debugOnly);
   }
   unsigned archNumber = 0;
   if (!llvm::StringRef(arch).startswith("sm_") ||

@@ -263,13 +263,11 @@ int fusec::runMain(int argc, char **argv) {
     cuda::EmulatorResult emulated;
     if (!cuda::runOnEmulator(*module, *function, arguments, options, emulated, error))
       return fail(1, "--device=emulator: " + error);
-    static const char *const variantNames[] = {
-        "threads in order, cp.async landing at its wait",
-        "threads in reverse order, cp.async landing when issued"};
     for (size_t v = 0; v < emulated.outputs.size(); ++v) {
-      std::string difference = compareResults(results, emulated.outputs[v], deviceComparison(*module));
+      std::string difference =
+          compareResults(results, emulated.outputs[v], deviceComparison(*module));
       if (!difference.empty())
-        return fail(1, std::string("the emulated GPU (") + variantNames[v] +
+        return fail(1, "the emulated GPU (" + cuda::describeEmulatorVariant(options.variants[v]) +
                            ") and the interpreter disagree: " + difference);
     }
     llvm::errs() << "fusec-run: emulator: " << emulated.launches << " kernel launch(es)"

@@ -160,11 +160,16 @@ bool fusec::setLogLevel(llvm::StringRef level) {
   return false;
 }
 
-void fusec::setDebugOnly(llvm::StringRef commaSeparatedTypes) {
+std::string fusec::setDebugOnly(llvm::StringRef commaSeparatedTypes,
+                               llvm::function_ref<bool(llvm::StringRef)> isKnown) {
   llvm::SmallVector<llvm::StringRef, 4> types;
   commaSeparatedTypes.split(types, ',', -1, /*KeepEmpty=*/false);
-  for (llvm::StringRef type : types) {
+  for (llvm::StringRef &type : types) {
     type = type.trim();
+    if (type != "all" && type != "*" && !isKnown(type))
+      return type.str();
+  }
+  for (llvm::StringRef type : types) {
     if (type == "all" || type == "*")
       debugState().all = true;
     else
@@ -172,6 +177,7 @@ void fusec::setDebugOnly(llvm::StringRef commaSeparatedTypes) {
   }
   if (debugState().logger->level() > spdlog::level::debug)
     debugState().logger->set_level(spdlog::level::debug);
+  return "";
 }
 
 bool fusec::isDebugEnabled(llvm::StringRef debugType) {

@@ -77,9 +77,11 @@ namespace fc_emu {
 /// What a thread is doing between two scheduler passes.
 enum class Wait { Runnable, Block, Warp, Exited };
 
+/// A cp.async of 4, 8 or 16 bytes in flight (no heap: copies are many).
 struct PendingCopy {
   void *destination;
-  std::vector<unsigned char> bytes; // read at issue, zero-filled past `valid`
+  int size;
+  unsigned char bytes[16]; // read at issue, zero-filled past `valid`
 };
 
 struct Thread {
@@ -91,8 +93,10 @@ struct Thread {
   std::vector<PendingCopy> openGroup;             // cp.async not yet committed
   std::deque<std::vector<PendingCopy>> committed; // oldest first
   unsigned char exchange[64];                     // this lane's part of a warp collective
+  uint64_t mmaCalls = 0;                          // mma.sync calls in this block
 };
 
+/// As fusec's EmulatorFlags (include/fusec/Target/CUDA.h).
 enum Flags : int { ReverseOrder = 1, EarlyCopies = 2 };
 
 constexpr size_t kStackBytes = size_t(256) << 10;
@@ -105,8 +109,8 @@ struct WarpMma {
 };
 
 struct State {
-  ucontext_t scheduler; // the first entry into a fiber returns here
-  jmp_buf schedulerAt;  // every later switch back to the scheduler
+  ucontext_t scheduler; // swapcontext's save slot when a fiber first starts
+  jmp_buf schedulerAt;  // where every fiber switches back to the scheduler
   std::vector<Thread> threads;
   int current = 0, count = 0, flags = 0;
   uint3 thread{0, 0, 0}, block{0, 0, 0};
@@ -115,7 +119,6 @@ struct State {
   void **params = nullptr;
   std::string error;
   std::vector<WarpMma> warpMma;
-  std::vector<uint64_t> mmaCount; // per thread: mma.sync calls so far
 };
 
 inline State &state() {
@@ -189,7 +192,7 @@ inline bool runBlock() {
   for (int t = 0; t < s.count; ++t) {
     Thread &thread = s.threads[size_t(t)];
     thread.wait = Wait::Runnable;
-    s.mmaCount[size_t(t)] = 0;
+    thread.mmaCalls = 0;
     thread.openGroup.clear();
     thread.committed.clear();
     if (thread.started)
@@ -279,7 +282,6 @@ inline bool runGrid(void (*body)(void **), void **params, dim3 grid, dim3 block,
     return error = "a block of " + std::to_string(s.count) + " threads", false;
   if (s.threads.size() < size_t(s.count))
     s.threads.resize(size_t(s.count));
-  s.mmaCount.assign(s.threads.size(), 0);
   s.warpMma.assign((s.threads.size() + 31) / 32, WarpMma{});
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
@@ -331,7 +333,7 @@ inline void mma(float &d0, float &d1, float &d2, float &d3, const unsigned a[4],
   State &s = state();
   int lane = laneOf(s.current), group = lane / 4, t = lane % 4;
   WarpMma &product = s.warpMma[size_t(s.current / 32)];
-  uint64_t sequence = s.mmaCount[size_t(s.current)]++;
+  uint64_t sequence = self().mmaCalls++;
   if (product.sequence != sequence) {
     // The first lane of the warp to get here computes A * B for all.
     float a16[16][16], b16[16][8];
@@ -415,11 +417,6 @@ template <class T> inline T shuffle(T value, int source) {
   return result;
 }
 
-inline void applyCopies(std::vector<PendingCopy> &group) {
-  for (PendingCopy &copy : group)
-    std::memcpy(copy.destination, copy.bytes.data(), copy.bytes.size());
-}
-
 } // namespace fc_emu
 
 #define threadIdx (::fc_emu::state().thread)
@@ -438,7 +435,8 @@ template <class T> inline T __shfl_down_sync(unsigned, T value, unsigned delta, 
 
 // The prelude's device-only functions (its `#ifdef __CUDACC__` part).
 template <int Bytes> inline void fc_cp_async(void *dst, const void *src, int valid) {
-  ::fc_emu::PendingCopy copy{dst, std::vector<unsigned char>(Bytes, 0)};
+  static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async copies 4, 8 or 16 bytes");
+  ::fc_emu::PendingCopy copy{dst, Bytes, {}};
   if ((reinterpret_cast<uintptr_t>(dst) % Bytes != 0 ||
        (valid > 0 && reinterpret_cast<uintptr_t>(src) % Bytes != 0) || valid < 0 ||
        valid > Bytes) &&
@@ -446,11 +444,11 @@ template <int Bytes> inline void fc_cp_async(void *dst, const void *src, int val
     ::fc_emu::state().error = "cp.async of " + std::to_string(Bytes) + " bytes (" +
                               std::to_string(valid) + " valid) at a misaligned address";
   if (valid > 0)
-    std::memcpy(copy.bytes.data(), src, size_t(std::min(valid, Bytes)));
+    std::memcpy(copy.bytes, src, size_t(std::min(valid, Bytes)));
   if (::fc_emu::state().flags & ::fc_emu::EarlyCopies)
-    std::memcpy(dst, copy.bytes.data(), size_t(Bytes));
+    std::memcpy(dst, copy.bytes, size_t(Bytes));
   else
-    ::fc_emu::self().openGroup.push_back(std::move(copy));
+    ::fc_emu::self().openGroup.push_back(copy);
 }
 inline void fc_cp_async_commit() {
   ::fc_emu::Thread &thread = ::fc_emu::self();
@@ -460,7 +458,8 @@ inline void fc_cp_async_commit() {
 template <int Pending> inline void fc_cp_async_wait() {
   ::fc_emu::Thread &thread = ::fc_emu::self();
   while (thread.committed.size() > size_t(Pending)) {
-    ::fc_emu::applyCopies(thread.committed.front());
+    for (const ::fc_emu::PendingCopy &copy : thread.committed.front())
+      std::memcpy(copy.destination, copy.bytes, size_t(copy.size));
     thread.committed.pop_front();
   }
 }

@@ -12,6 +12,7 @@
 #ifndef FUSEC_SUPPORT_SUPPORT_H
 #define FUSEC_SUPPORT_SUPPORT_H
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/Twine.h"
@@ -63,8 +64,11 @@ private:
 
 /// Sets the spdlog level by name: trace, debug, info, warn, error, off.
 bool setLogLevel(llvm::StringRef level);
-/// Enables FUSEC_DEBUG output for the given comma-separated debug types.
-void setDebugOnly(llvm::StringRef commaSeparatedTypes);
+/// Enables FUSEC_DEBUG output for the given comma-separated debug types
+/// (`all` or `*` for every one). A name `isKnown` refuses enables nothing:
+/// it is returned (a misspelt pass would otherwise print nothing, silently).
+std::string setDebugOnly(llvm::StringRef commaSeparatedTypes,
+                         llvm::function_ref<bool(llvm::StringRef)> isKnown);
 bool isDebugEnabled(llvm::StringRef debugType);
 /// Logs one line `[debugType] message` to stderr.
 void debugLog(llvm::StringRef debugType, const std::string &message);

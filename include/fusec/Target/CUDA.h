@@ -204,11 +204,17 @@ bool runOnDevice(const Module &module, const Function &entry,
 /// C++ compiler ($CXX, else c++) with fusec's emulator header
 /// (include/fusec/Runtime/Emulator.h) and run on the CPU through the
 /// launcher engine, in a child process (a crash of a kernel is an error).
+/// How one emulated run schedules (fc_emu::Flags in Emulator.h, which the
+/// host compiler sees instead of this header).
+enum EmulatorFlags : int { EmulateReverseOrder = 1, EmulateEarlyCopies = 2 };
+
+/// "threads in order, cp.async landing at its wait" and the like.
+std::string describeEmulatorVariant(int flags);
+
 struct EmulatorOptions {
   std::string cudaPath; // the CUDA headers (cuda_fp16.h) the build needs
-  /// One run per entry, each with these fc_emu::Flags (1: threads in
-  /// reverse order, 2: cp.async copies land when issued).
-  std::vector<int> variants = {0, 3};
+  /// One run per entry, each with these EmulatorFlags.
+  std::vector<int> variants = {0, EmulateReverseOrder | EmulateEarlyCopies};
 };
 
 struct EmulatorResult {

@@ -114,28 +114,19 @@ int emuLaunch(void *function, unsigned gridX, unsigned gridY, unsigned gridZ, un
 int emuErrorString(int, const char **text) { return *text = device->error.c_str(), 0; }
 int emuSynchronize() { return 0; }
 
-float loadElement(unsigned long long base, int64_t index, fusec_rt::DType dtype) {
-  const char *at = reinterpret_cast<const char *>(base);
-  uint16_t bits;
-  float value;
-  switch (dtype) {
-  case fusec_rt::DType::f16:
-    return std::memcpy(&bits, at + 2 * index, 2), halfBitsToFloat(bits);
-  case fusec_rt::DType::bf16:
-    return std::memcpy(&bits, at + 2 * index, 2), bfloat16BitsToFloat(bits);
-  default:
-    return std::memcpy(&value, at + 4 * index, 4), value;
-  }
+size_t byteSize(const TensorData &tensor) {
+  return size_t(tensor.getNumElements() * dtypeBytes(tensor.getDType()));
 }
-void storeElement(unsigned long long base, int64_t index, fusec_rt::DType dtype, float value) {
-  char *at = reinterpret_cast<char *>(base);
-  uint16_t bits = dtype == fusec_rt::DType::f16    ? floatToHalfBits(value)
-                  : dtype == fusec_rt::DType::bf16 ? floatToBFloat16Bits(value)
-                                                   : 0;
-  if (dtype == fusec_rt::DType::f32)
-    std::memcpy(at + 4 * index, &value, 4);
-  else
-    std::memcpy(at + 2 * index, &bits, 2);
+
+/// `count` elements of device memory as floats (TensorData reads the dtype).
+std::vector<float> readFloats(unsigned long long address, int64_t count, DType dtype) {
+  TensorData data(dtype, {count});
+  std::memcpy(data.data(), reinterpret_cast<const void *>(address),
+              size_t(count * dtypeBytes(dtype)));
+  std::vector<float> values(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    values[size_t(i)] = float(data.get(i));
+  return values;
 }
 
 /// cuBLASLt's matmul (Runtime.h, MatmulCall) on the host: f32 accumulation,
@@ -146,38 +137,51 @@ int emuMatmul(void *, const fusec_rt::MatmulCall &call, void *) {
               call.epilogue == E::GeluBias;
   bool relu = call.epilogue == E::Relu || call.epilogue == E::ReluBias;
   bool gelu = call.epilogue == E::Gelu || call.epilogue == E::GeluBias;
+  DType dtype = call.dtype == fusec_rt::DType::f16    ? DType::f16
+                : call.dtype == fusec_rt::DType::bf16 ? DType::bf16
+                                                      : DType::f32;
+  std::vector<float> a = readFloats(call.a, call.m * call.k, dtype),
+                     b = readFloats(call.b, call.k * call.n, dtype),
+                     biases = bias ? readFloats(call.bias, call.n, dtype) : std::vector<float>();
+  TensorData d(dtype, {call.m * call.n});
   for (int64_t i = 0; i < call.m; ++i)
     for (int64_t j = 0; j < call.n; ++j) {
       float sum = 0;
       for (int64_t k = 0; k < call.k; ++k)
-        sum += loadElement(call.a, i * call.k + k, call.dtype) *
-               loadElement(call.b, call.transposeB ? j * call.k + k : k * call.n + j, call.dtype);
+        sum += a[size_t(i * call.k + k)] *
+               b[size_t(call.transposeB ? j * call.k + k : k * call.n + j)];
       if (bias)
-        sum += loadElement(call.bias, j, call.dtype);
+        sum += biases[size_t(j)];
       if (relu)
         sum = sum > 0 ? sum : 0;
       if (gelu)
         sum = 0.5f * sum *
               (1.0f + std::tanh(0.79788456080286536f * (sum + 0.044715f * sum * sum * sum)));
-      storeElement(call.d, i * call.n + j, call.dtype, sum);
+      d.set(i * call.n + j, sum); // the one rounding to the dtype
     }
+  std::memcpy(reinterpret_cast<void *>(call.d), d.data(),
+              size_t(d.getNumElements() * dtypeBytes(dtype)));
   return 0;
 }
 void *emuLibraryCreate() { return device; }
 void emuLibraryDestroy(void *) {}
 const char *emuLibraryError(void *) { return device->error.c_str(); }
 
-std::string outputPath(const std::string &directory, size_t variant, size_t output) {
+std::string inDirectory(const std::string &directory, const llvm::Twine &name) {
   llvm::SmallString<256> path(directory);
-  llvm::sys::path::append(path, "v" + std::to_string(variant) + "_out" +
-                                    std::to_string(output) + ".bin");
+  llvm::sys::path::append(path, name);
   return std::string(path);
+}
+
+std::string outputPath(const std::string &directory, size_t variant, size_t output) {
+  return inDirectory(directory, "v" + llvm::Twine(variant) + "_out" + llvm::Twine(output) +
+                                    ".bin");
 }
 
 /// The child's work: every variant, its outputs into `directory`. Returns
 /// "" or what went wrong.
-std::string runVariants(const std::string &sharedObject, const LaunchPlan &plan,
-                        const std::vector<TensorData> &inputs, const EmulatorOptions &options,
+std::string runVariants(const std::string &sharedObject, const ModelTables &tables, const std::vector<TensorData> &inputs,
+                        const std::vector<TensorData> &outputs, const EmulatorOptions &options,
                         const std::string &directory, EmulatedDevice &emulated) {
   void *handle = dlopen(sharedObject.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
@@ -189,7 +193,6 @@ std::string runVariants(const std::string &sharedObject, const LaunchPlan &plan,
                           emuMemFree,    emuCopyIn,       emuCopy,        emuLaunch,
                           emuErrorString, emuSynchronize};
   fusec_rt::Library library{emuLibraryCreate, emuLibraryDestroy, emuMatmul, emuLibraryError};
-  ModelTables tables(plan);
   for (size_t v = 0; v < options.variants.size(); ++v) {
     emulated.flags = options.variants[v];
     // A fresh engine, workspace and outputs: nothing a variant wrote can
@@ -198,34 +201,29 @@ std::string runVariants(const std::string &sharedObject, const LaunchPlan &plan,
     if (engine.load(nullptr) != fusec_rt::Ok)
       return engine.lastError();
     std::vector<fusec_rt::TensorRef> inputRefs, outputRefs;
-    for (const TensorData &data : inputs) {
-      fusec_rt::TensorRef ref{0, toRuntimeDType(data.getDType()), data.getShape()};
-      size_t bytes = size_t(data.getNumElements() * dtypeBytes(data.getDType()));
-      if (emuMemAlloc(&ref.data, bytes) != 0)
+    auto allocate = [&](const TensorData &tensor, bool upload,
+                        std::vector<fusec_rt::TensorRef> &refs) {
+      fusec_rt::TensorRef ref{0, toRuntimeDType(tensor.getDType()), tensor.getShape()};
+      if (emuMemAlloc(&ref.data, byteSize(tensor)) != 0)
+        return false;
+      if (upload)
+        std::memcpy(reinterpret_cast<void *>(ref.data), tensor.data(), byteSize(tensor));
+      refs.push_back(ref);
+      return true;
+    };
+    for (const TensorData &tensor : inputs)
+      if (!allocate(tensor, /*upload=*/true, inputRefs))
         return emulated.error;
-      std::memcpy(reinterpret_cast<void *>(ref.data), data.data(), bytes);
-      inputRefs.push_back(ref);
-    }
-    std::vector<std::vector<int64_t>> shapes;
-    if (engine.outputShapes(inputRefs, shapes) != fusec_rt::Ok)
-      return engine.lastError();
-    std::vector<size_t> outputBytes;
-    for (size_t o = 0; o < shapes.size(); ++o) {
-      DType dtype = plan.slots[size_t(plan.outputSlots[o])].dtype;
-      fusec_rt::TensorRef ref{0, toRuntimeDType(dtype), shapes[o]};
-      outputBytes.push_back(size_t(dtypeBytes(dtype)));
-      for (int64_t dim : shapes[o])
-        outputBytes.back() *= size_t(dim);
-      if (emuMemAlloc(&ref.data, outputBytes.back()) != 0)
+    for (const TensorData &tensor : outputs)
+      if (!allocate(tensor, /*upload=*/false, outputRefs))
         return emulated.error;
-      outputRefs.push_back(ref);
-    }
     if (engine.run(inputRefs, outputRefs, nullptr) != fusec_rt::Ok)
       return engine.lastError();
     for (size_t o = 0; o < outputRefs.size(); ++o) {
       std::string problem = writeFile(
           outputPath(directory, v, o),
-          llvm::StringRef(reinterpret_cast<const char *>(outputRefs[o].data), outputBytes[o]));
+          llvm::StringRef(reinterpret_cast<const char *>(outputRefs[o].data),
+                          byteSize(outputs[o])));
       if (!problem.empty())
         return problem;
     }
@@ -240,11 +238,7 @@ std::string buildLibrary(const Module &module, const LaunchPlan &plan,
   std::string source, error;
   if (!generateCUDA(module, source, error))
     return error;
-  auto path = [&](const char *name) {
-    llvm::SmallString<256> result(directory);
-    llvm::sys::path::append(result, name);
-    return std::string(result);
-  };
+  auto path = [&](const char *name) { return inDirectory(directory, name); };
   std::string table = "#include \"fusec_emulator.h\"\n#include \"module.cu\"\n\nFC_EMU_KERNELS(";
   for (size_t e = 0; e < plan.entryNames.size(); ++e)
     table += std::string(e ? ",\n" : "\n") + "  {\"" + plan.entryNames[e] +
@@ -287,6 +281,13 @@ std::string buildLibrary(const Module &module, const LaunchPlan &plan,
 
 } // namespace
 
+std::string cuda::describeEmulatorVariant(int flags) {
+  return std::string(flags & EmulateReverseOrder ? "threads in reverse order"
+                                                 : "threads in order") +
+         (flags & EmulateEarlyCopies ? ", cp.async landing when issued"
+                                     : ", cp.async landing at its wait");
+}
+
 bool cuda::runOnEmulator(const Module &module, const Function &entry,
                          const std::vector<TensorData> &inputs, const EmulatorOptions &options,
                          EmulatorResult &result, std::string &error) {
@@ -309,6 +310,20 @@ bool cuda::runOnEmulator(const Module &module, const Function &entry,
       !problem.empty())
     return error = problem, finish(false);
 
+  // The outputs, shaped as the engine binds the inputs' dims (the child
+  // fills them in; each variant's arrive as files).
+  ModelTables tables(plan);
+  std::vector<fusec_rt::TensorRef> inputShapes;
+  for (const TensorData &data : inputs)
+    inputShapes.push_back({16, toRuntimeDType(data.getDType()), data.getShape()});
+  std::vector<std::vector<int64_t>> outputShapes;
+  fusec_rt::Engine binder(tables.getDesc(), fusec_rt::Driver{});
+  if (binder.outputShapes(inputShapes, outputShapes) != fusec_rt::Ok)
+    return error = binder.lastError(), finish(false);
+  std::vector<TensorData> outputs;
+  for (size_t o = 0; o < outputShapes.size(); ++o)
+    outputs.emplace_back(plan.slots[size_t(plan.outputSlots[o])].dtype, outputShapes[o]);
+
   // The running kernel's name, where the parent can read it after a crash.
   void *shared = mmap(nullptr, 256, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED)
@@ -322,12 +337,10 @@ bool cuda::runOnEmulator(const Module &module, const Function &entry,
     EmulatedDevice emulated;
     emulated.runningKernel = runningKernel;
     device = &emulated;
-    std::string problem = runVariants(library, plan, inputs, options, directory, emulated);
-    if (!problem.empty()) {
-      llvm::SmallString<256> path(directory);
-      llvm::sys::path::append(path, "error.txt");
-      writeFile(path, problem);
-    }
+    std::string problem =
+        runVariants(library, tables, inputs, outputs, options, directory, emulated);
+    if (!problem.empty())
+      writeFile(inDirectory(directory, "error.txt"), problem);
     _exit(problem.empty() ? 0 : 1);
   }
   int status = 0;
@@ -343,34 +356,22 @@ bool cuda::runOnEmulator(const Module &module, const Function &entry,
                    "): an access outside its buffers (each is followed by an unmapped page)",
            finish(false);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    llvm::SmallString<256> path(directory);
-    llvm::sys::path::append(path, "error.txt");
     std::string readError;
-    std::unique_ptr<llvm::MemoryBuffer> text = readFile(path, readError);
+    std::unique_ptr<llvm::MemoryBuffer> text =
+        readFile(inDirectory(directory, "error.txt"), readError);
     return error = text ? text->getBuffer().str() : "the emulator failed", finish(false);
   }
 
-  // The outputs' shapes, as the child's engine bound them.
-  ModelTables tables(plan);
-  fusec_rt::Engine shapes(tables.getDesc(), fusec_rt::Driver{});
-  std::vector<fusec_rt::TensorRef> inputRefs;
-  for (const TensorData &data : inputs)
-    inputRefs.push_back({16, toRuntimeDType(data.getDType()), data.getShape()});
-  std::vector<std::vector<int64_t>> outputShapes;
-  if (shapes.outputShapes(inputRefs, outputShapes) != fusec_rt::Ok)
-    return error = shapes.lastError(), finish(false);
   for (size_t v = 0; v < options.variants.size(); ++v) {
-    result.outputs.emplace_back();
-    for (size_t o = 0; o < outputShapes.size(); ++o) {
-      TensorData data(plan.slots[size_t(plan.outputSlots[o])].dtype, outputShapes[o]);
+    result.outputs.push_back(outputs);
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      TensorData &data = result.outputs.back()[o];
       std::string readError;
       std::unique_ptr<llvm::MemoryBuffer> bytes = readFile(outputPath(directory, v, o), readError);
-      size_t size = size_t(data.getNumElements() * dtypeBytes(data.getDType()));
-      if (!bytes || bytes->getBufferSize() != size)
+      if (!bytes || bytes->getBufferSize() != byteSize(data))
         return error = "the emulator's output " + std::to_string(o) + " is missing", finish(false);
-      if (size)
-        std::memcpy(data.data(), bytes->getBufferStart(), size);
-      result.outputs.back().push_back(std::move(data));
+      if (byteSize(data))
+        std::memcpy(data.data(), bytes->getBufferStart(), byteSize(data));
     }
   }
   for (const LaunchPlan::Step &step : plan.steps) {

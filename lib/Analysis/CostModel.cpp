@@ -37,8 +37,17 @@ const char *getTargetH200();
 } // namespace fusec
 
 bool fusec::parseTargetDesc(llvm::StringRef json, TargetDesc &target, std::string &error) {
-  nlohmann::json root = nlohmann::json::parse(json.begin(), json.end(), nullptr, false);
-  if (root.is_discarded() || !root.is_object()) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(json.begin(), json.end());
+  } catch (const nlohmann::json::parse_error &parseError) {
+    // what() is "[json.exception.parse_error.101] parse error at line L,
+    // column C: ..."; the bracketed id means nothing to a user.
+    llvm::StringRef message = parseError.what();
+    error = "invalid JSON: " + message.substr(message.find("] ") + 2).str();
+    return false;
+  }
+  if (!root.is_object()) {
     error = "not a JSON object";
     return false;
   }

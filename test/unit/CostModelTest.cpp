@@ -34,6 +34,10 @@ TEST_CASE("cost model: shipped targets load, malformed ones name the field", "[c
   CHECK_FALSE(parseTargetDesc("[1, 2]", target, error));
   CHECK(error == "not a JSON object");
   error.clear();
+  CHECK_FALSE(parseTargetDesc("{\"name\": \"x\", ", target, error));
+  CHECK(error == "invalid JSON: parse error at line 1, column 15: syntax error while parsing "
+                 "object key - unexpected end of input; expected string literal");
+  error.clear();
   CHECK_FALSE(parseTargetDesc(R"({"name": "x", "arch": "sm_90", "sm_count": 0})", target, error));
   CHECK(error == "'sm_count' must be a positive number");
   error.clear();

@@ -91,6 +91,7 @@ struct Group {
   OpPatternKind pattern;
   bool hasAnchor = false;
   int64_t numNodes = 1;
+  std::vector<int> members; // at a root, with max-function-args: its nodes
 };
 
 class Partitioner {
@@ -121,6 +122,7 @@ private:
   std::vector<TreeNode> tree;
   std::vector<Group> groups;
   std::vector<std::string> reasons;
+  std::vector<std::vector<int>> producers; // with max-function-args
   int64_t merges = 0;
 };
 
@@ -187,6 +189,9 @@ void Partitioner::mergeFromTo(int child, int parent) {
     return;
   groups[parent].numNodes += groups[child].numNodes;
   groups[child].parent = parent;
+  std::vector<int> &members = groups[parent].members;
+  members.insert(members.end(), groups[child].members.begin(), groups[child].members.end());
+  groups[child].members = {};
   if (groups[child].hasAnchor) {
     // The rules guarantee the parent holds no anchor yet.
     groups[parent].hasAnchor = true;
@@ -252,25 +257,25 @@ int64_t Partitioner::countArgsAfterFusing(int src, int sink) {
   llvm::DenseSet<int> mergedRoots = {findRoot(sink)};
   for (int node : path)
     mergedRoots.insert(findRoot(node));
-  auto inGroup = [&](int node) { return path.count(node) || mergedRoots.count(findRoot(node)); };
+  llvm::DenseSet<int> merged;
+  for (int root : mergedRoots)
+    merged.insert(groups[root].members.begin(), groups[root].members.end());
   llvm::DenseSet<int> inputs;
   int64_t outputs = 0;
-  for (int node = 0; node < int(graph.nodes.size()); ++node) {
-    if (!inGroup(node))
-      continue;
+  for (int node : merged) {
     bool usedOutside = graph.nodes[node].externRef;
     for (const FusionGraph::Edge &edge : graph.nodes[node].outputs)
-      usedOutside |= !inGroup(edge.consumer);
+      usedOutside |= !merged.count(edge.consumer);
     outputs += usedOutside;
-    for (int producer = 0; producer < int(graph.nodes.size()); ++producer) {
-      // A 0-d constant is copied into the group, not passed.
-      const Binding *binding = graph.nodes[producer].binding;
-      bool scalarConstant = binding && binding->kind == ExprKind::Constant &&
-                            binding->getType().isTensor() && binding->getType().getRank() == 0;
-      if (!inGroup(producer) && !scalarConstant)
-        for (const FusionGraph::Edge &edge : graph.nodes[producer].outputs)
-          if (edge.consumer == node)
-            inputs.insert(producer);
+    for (int producer : producers[node]) {
+      // A 0-d constant, in the block or before it, is copied into the
+      // group, not passed.
+      const Value *value = graph.nodes[producer].value;
+      const Binding *definition = value ? value->definingBinding : nullptr;
+      bool scalarConstant = definition && definition->kind == ExprKind::Constant &&
+                            value->type.isTensor() && value->type.getRank() == 0;
+      if (!merged.count(producer) && !scalarConstant)
+        inputs.insert(producer);
     }
   }
   return int64_t(inputs.size()) + outputs;
@@ -371,11 +376,20 @@ void Partitioner::runFuse(int phase) {
 Partition Partitioner::run() {
   buildPostDominatorTree();
   groups.clear();
-  for (const FusionGraph::Node &node : graph.nodes) {
+  bool countArgs = options.maxFunctionArgs > 0;
+  for (int index = 0; index < int(graph.nodes.size()); ++index) {
     Group group;
-    group.pattern = node.pattern;
-    group.hasAnchor = node.pattern == OpPatternKind::OutEWiseFusable;
-    groups.push_back(group);
+    group.pattern = graph.nodes[index].pattern;
+    group.hasAnchor = group.pattern == OpPatternKind::OutEWiseFusable;
+    if (countArgs)
+      group.members = {index};
+    groups.push_back(std::move(group));
+  }
+  if (countArgs) {
+    producers.assign(graph.nodes.size(), {});
+    for (int index = 0; index < int(graph.nodes.size()); ++index)
+      for (const FusionGraph::Edge &edge : graph.nodes[index].outputs)
+        producers[edge.consumer].push_back(index);
   }
   reasons.assign(graph.nodes.size(), "");
   for (int phase = 0; phase < 3; ++phase)

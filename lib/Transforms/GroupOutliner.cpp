@@ -351,6 +351,10 @@ GroupOutliner::Result GroupOutliner::outline(
       get->result->definingBinding = get.get();
       replacement.push_back(std::move(get));
     }
+  // The members' values now belong to the call and its gets: a later
+  // group's reads of them must still find this group (finish's order).
+  for (const auto &binding : replacement)
+    groupOf[binding.get()] = members.back();
   replacements[members.back()] = std::move(replacement);
   return result;
 }
@@ -418,11 +422,18 @@ bool GroupOutliner::finish(std::string &cycle) {
   for (auto &binding : block.bindings) {
     owned[binding.get()] = &binding;
     groupOrder.push_back(groupKey(binding.get()));
-    std::vector<const Binding *> &deps = dependencies[groupKey(binding.get())];
+    const Binding *group = groupKey(binding.get());
     for (const Operand &operand : binding->operands) {
       const Binding *producer = operand.isLiteral() ? nullptr : operand.value->definingBinding;
-      if (producer && producer->result && groupKey(producer) != groupKey(binding.get()))
-        deps.push_back(groupKey(producer));
+      if (!producer || !producer->result || groupKey(producer) == group)
+        continue;
+      // TVM's CollectFuncBoundary: a read of a group that already reads this
+      // one is the cycle, named by the value read.
+      auto producerDeps = dependencies.find(groupKey(producer));
+      if (cycle.empty() && producerDeps != dependencies.end() &&
+          llvm::is_contained(producerDeps->second, group))
+        cycle = "%" + operand.value->name;
+      dependencies[group].push_back(groupKey(producer));
     }
   }
   std::vector<std::unique_ptr<Binding>> rewritten;
@@ -458,5 +469,9 @@ bool GroupOutliner::finish(std::string &cycle) {
       return copiedConstants.count(binding.get()) && !stillUsed.count(binding->getResult());
     });
   }
-  return sortTopologically(block, cycle);
+  std::string unsorted;
+  bool sorted = sortTopologically(block, unsorted);
+  if (cycle.empty())
+    cycle = unsorted;
+  return sorted && cycle.empty();
 }

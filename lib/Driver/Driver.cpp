@@ -322,13 +322,19 @@ static int processONNX(const PassManager &pipeline, Instrumentation inst, Fusion
     return inputError(error);
   for (const std::string &warning : warnings)
     llvm::WithColor::warning(llvm::errs(), "fusec") << warning << "\n";
+  // The weights' paths are relative to the output's directory, where they
+  // will be written.
+  std::string directory = llvm::sys::path::parent_path(outputFile).str();
+  if (directory.empty())
+    directory = ".";
+  if (firFile)
+    module->sourceDirectory = directory;
   llvm::SourceMgr sourceMgr;
   DiagEngine diag(sourceMgr);
   int code = processModule(*module, diag, pipeline, inst, report, moduleName, emit, output,
                            backendStats);
   if (code == ExitSuccess && firFile) {
-    std::string directory = llvm::sys::path::parent_path(outputFile).str();
-    std::string problem = writeImportedWeights(*module, directory.empty() ? "." : directory);
+    std::string problem = writeImportedWeights(*module, directory);
     if (!problem.empty())
       return inputError(problem);
   }
@@ -395,7 +401,10 @@ static int processModule(Module &moduleRef, DiagEngine &diag, const PassManager 
     if (code != ExitSuccess || emit != "fir")
       return code;
   }
-  output += printModuleToString(*module);
+  // Relative file<> paths are rebased for the directory the text lands in.
+  std::string outputDirectory =
+      outputFile == "-" ? "." : llvm::sys::path::parent_path(outputFile).str();
+  output += printModuleToString(*module, outputDirectory.empty() ? "." : outputDirectory);
   return ExitSuccess;
 }
 

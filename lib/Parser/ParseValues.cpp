@@ -331,21 +331,27 @@ bool Parser::checkConstantValue(Binding &binding) {
     return true;
   case ConstantData::File: {
     where = constant.values.front().loc;
-    llvm::SmallString<256> path(constant.path);
-    if (!llvm::sys::path::is_absolute(path)) {
-      path = sourceDirectory;
-      llvm::sys::path::append(path, constant.path);
+    std::shared_ptr<TensorData> contents;
+    if (auto known = knownFiles ? knownFiles->find(constant.path) : KnownFiles::const_iterator();
+        knownFiles && known != knownFiles->end()) {
+      contents = known->second;
+    } else {
+      llvm::SmallString<256> path(constant.path);
+      if (!llvm::sys::path::is_absolute(path)) {
+        path = sourceDirectory;
+        llvm::sys::path::append(path, constant.path);
+      }
+      if (!llvm::sys::fs::is_regular_file(path))
+        return errorAt(where, "cannot read '" + constant.path + "': " +
+                                  (llvm::sys::fs::exists(path)
+                                       ? "not a regular file"
+                                       : "no such file (paths are relative to "
+                                         "the .fir file)"));
+      std::string readError;
+      contents = readNpyFile(path, readError);
+      if (!contents)
+        return errorAt(where, readError);
     }
-    if (!llvm::sys::fs::is_regular_file(path))
-      return errorAt(where, "cannot read '" + constant.path + "': " +
-                                (llvm::sys::fs::exists(path)
-                                     ? "not a regular file"
-                                     : "no such file (paths are relative to "
-                                       "the .fir file)"));
-    std::string readError;
-    auto contents = readNpyFile(path, readError);
-    if (!contents)
-      return errorAt(where, readError);
     std::vector<int64_t> shape;
     for (const Dim &dim : type.getShape())
       shape.push_back(dim.size);

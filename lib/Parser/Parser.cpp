@@ -499,8 +499,9 @@ bool Parser::parseOperand(Operand &operand) {
 
 std::unique_ptr<Module> fusec::parseModule(llvm::SourceMgr &sourceMgr,
                                            unsigned bufferId, DiagEngine &diag,
-                                           llvm::StringRef sourceDirectory) {
-  Parser parser(sourceMgr, bufferId, diag, sourceDirectory);
+                                           llvm::StringRef sourceDirectory,
+                                           const KnownFiles *knownFiles) {
+  Parser parser(sourceMgr, bufferId, diag, sourceDirectory, knownFiles);
   return parser.parseModule();
 }
 

@@ -21,9 +21,9 @@ namespace detail {
 class Parser {
 public:
   Parser(llvm::SourceMgr &sourceMgr, unsigned bufferId, DiagEngine &diag,
-         llvm::StringRef sourceDirectory)
+         llvm::StringRef sourceDirectory, const KnownFiles *knownFiles = nullptr)
       : lexer(sourceMgr.getMemoryBuffer(bufferId)->getBuffer()), diag(diag),
-        sourceDirectory(sourceDirectory) {
+        sourceDirectory(sourceDirectory), knownFiles(knownFiles) {
     token = lexer.next();
   }
 
@@ -128,6 +128,7 @@ private:
   const char *previousEnd = nullptr;
   DiagEngine &diag;
   std::string sourceDirectory;
+  const KnownFiles *knownFiles;
   bool hasErrored = false;
   /// Nesting of tuple types, attribute lists, statement blocks and kernel
   /// expressions, bounded so that deeply nested input is an error, not a

@@ -43,9 +43,20 @@ static bool checkRoundTrip(const Module &module, DiagEngine &diag,
   std::string first = printModuleToString(module);
   llvm::SourceMgr sourceMgr;
   DiagEngine roundTripDiag(sourceMgr);
-  auto reparsed = parseModuleString(first, sourceMgr, roundTripDiag,
-                                    "<round-trip after " +
-                                        pass.getName().str() + ">");
+  unsigned bufferId = sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(first, "<round-trip after " + pass.getName().str() +
+                                                      ">"),
+      llvm::SMLoc());
+  // The text's file<> constants are the module's, already in memory (an
+  // imported model's weights are written only after the pipeline).
+  KnownFiles knownFiles;
+  for (const auto &function : module.functions)
+    std::as_const(*function).forEachBinding([&](const Binding &binding) {
+      if (binding.constant && binding.constant->form == ConstantData::File)
+        knownFiles[binding.constant->path] = binding.constant->fileContents;
+    });
+  auto reparsed =
+      parseModule(sourceMgr, bufferId, roundTripDiag, module.sourceDirectory, &knownFiles);
   if (!reparsed) {
     diag.error(llvm::SMLoc(), "internal error: the IR printed after pass '" +
                                   pass.getName() + "' does not parse back");
@@ -96,7 +107,9 @@ RunResult PassManager::run(Module &module, DiagEngine &diag,
     std::string name = pass.getName().str();
     bool needsBefore = inst.printChanged || inst.printBeforeAll ||
                        inst.printBefore.count(name);
-    std::string before = needsBefore ? printModuleToString(module) : "";
+    // Dumps on a stream are read from the working directory: relative
+    // file<> paths are rebased for it (and for the dump directory below).
+    std::string before = needsBefore ? printModuleToString(module, ".") : "";
     if (inst.printBeforeAll || inst.printBefore.count(name))
       printDump(*inst.dumpStream, "Before", pass, before);
 
@@ -130,12 +143,13 @@ RunResult PassManager::run(Module &module, DiagEngine &diag,
     }
     bool printAfter = inst.printAfterAll || inst.printAfter.count(name);
     std::string after;
-    if (printAfter || inst.printChanged || !inst.dumpDir.empty())
-      after = printModuleToString(module);
+    if (printAfter || inst.printChanged)
+      after = printModuleToString(module, ".");
     if (printAfter || (inst.printChanged && after != before))
       printDump(*inst.dumpStream, "After", pass, after);
     if (!inst.dumpDir.empty() &&
-        !writeDumpFile(inst.dumpDir, index, pass, after, diag)) {
+        !writeDumpFile(inst.dumpDir, index, pass, printModuleToString(module, inst.dumpDir),
+                       diag)) {
       result = RunResult::InputError;
       break;
     }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "fusec/Printer/Printer.h"
 #include "fusec/IR/Kernel.h"
+#include "fusec/Support/FileIO.h"
 
 using namespace fusec;
 
@@ -21,7 +22,7 @@ static std::string printOperandList(const std::vector<Operand> &operands) {
   return text + ")";
 }
 
-static std::string printConstant(const ConstantData &constant) {
+static std::string printConstant(const ConstantData &constant, const FilePathBase &paths) {
   switch (constant.form) {
   case ConstantData::Scalar:
     return constant.values.front().str();
@@ -32,19 +33,23 @@ static std::string printConstant(const ConstantData &constant) {
   case ConstantData::Random:
     return "random<seed = " + std::to_string(constant.seed) + ">";
   case ConstantData::File:
-    return "file<" + Attr::makeString(constant.path).str() + ">";
+    return "file<" +
+           Attr::makeString(paths.to.empty() ? constant.path
+                                             : rebasePath(constant.path, paths.from, paths.to))
+               .str() +
+           ">";
   }
   return "";
 }
 
-std::string fusec::printBinding(const Binding &binding) {
+std::string fusec::printBinding(const Binding &binding, const FilePathBase &paths) {
   std::string text = "%" + binding.result->name + " = ";
   switch (binding.kind) {
   case ExprKind::Op:
     text += binding.callee + printOperandList(binding.operands);
     break;
   case ExprKind::Constant:
-    text += "constant " + printConstant(*binding.constant);
+    text += "constant " + printConstant(*binding.constant, paths);
     break;
   case ExprKind::Call:
   case ExprKind::CallKernel:
@@ -71,7 +76,8 @@ std::string fusec::printBinding(const Binding &binding) {
   return text + " : " + binding.getType().str();
 }
 
-static void printFunction(const Function &function, llvm::raw_ostream &os) {
+static void printFunction(const Function &function, llvm::raw_ostream &os,
+                          const FilePathBase &paths) {
   os << "func @" << function.name << "(";
   for (size_t i = 0; i < function.params.size(); ++i)
     os << (i ? ", " : "") << "%" << function.params[i]->name << ": "
@@ -82,12 +88,12 @@ static void printFunction(const Function &function, llvm::raw_ostream &os) {
   os << " {\n";
   for (const BodyItem &item : function.body) {
     if (item.binding) {
-      os << "  " << printBinding(*item.binding) << "\n";
+      os << "  " << printBinding(*item.binding, paths) << "\n";
       continue;
     }
     os << "  dataflow {\n";
     for (const auto &binding : item.block->bindings)
-      os << "    " << printBinding(*binding) << "\n";
+      os << "    " << printBinding(*binding, paths) << "\n";
     if (!item.block->outputs.empty()) {
       os << "    output ";
       for (size_t i = 0; i < item.block->outputs.size(); ++i)
@@ -104,7 +110,9 @@ static void printFunction(const Function &function, llvm::raw_ostream &os) {
   os << "\n}\n";
 }
 
-void fusec::printModule(const Module &module, llvm::raw_ostream &os) {
+void fusec::printModule(const Module &module, llvm::raw_ostream &os,
+                        llvm::StringRef fileDirectory) {
+  FilePathBase paths{module.sourceDirectory, fileDirectory};
   bool first = true;
   if (!module.name.empty()) {
     os << "module @" << module.name << "\n";
@@ -113,7 +121,7 @@ void fusec::printModule(const Module &module, llvm::raw_ostream &os) {
   for (const auto &function : module.functions) {
     if (!first)
       os << "\n";
-    printFunction(*function, os);
+    printFunction(*function, os, paths);
     first = false;
   }
   for (const auto &kernel : module.kernels) {
@@ -124,9 +132,9 @@ void fusec::printModule(const Module &module, llvm::raw_ostream &os) {
   }
 }
 
-std::string fusec::printModuleToString(const Module &module) {
+std::string fusec::printModuleToString(const Module &module, llvm::StringRef fileDirectory) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  printModule(module, os);
+  printModule(module, os, fileDirectory);
   return os.str();
 }

@@ -4,6 +4,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace fusec;
@@ -74,4 +75,35 @@ std::string fusec::writeFile(llvm::StringRef path, llvm::StringRef contents, boo
   std::string reason = os.error().message();
   os.clear_error();
   return "cannot write " + target + ": " + reason;
+}
+
+std::string fusec::rebasePath(llvm::StringRef path, llvm::StringRef from, llvm::StringRef to) {
+  namespace fs = llvm::sys::fs;
+  namespace sp = llvm::sys::path;
+  if (sp::is_absolute(path))
+    return path.str();
+  auto normalized = [](llvm::StringRef directory) {
+    llvm::SmallString<256> text(directory.empty() ? "." : directory);
+    fs::make_absolute(text);
+    sp::remove_dots(text, /*remove_dot_dot=*/true);
+    return text;
+  };
+  llvm::SmallString<256> fromDirectory = normalized(from), toDirectory = normalized(to);
+  if (fromDirectory == toDirectory)
+    return path.str();
+  llvm::SmallString<256> target = fromDirectory;
+  sp::append(target, path);
+  sp::remove_dots(target, /*remove_dot_dot=*/true);
+  llvm::SmallVector<llvm::StringRef, 16> targetParts(sp::begin(target), sp::end(target));
+  llvm::SmallVector<llvm::StringRef, 16> baseParts(sp::begin(toDirectory), sp::end(toDirectory));
+  size_t common = 0;
+  while (common < targetParts.size() - 1 && common < baseParts.size() &&
+         targetParts[common] == baseParts[common])
+    ++common;
+  llvm::SmallString<256> result;
+  for (size_t k = common; k < baseParts.size(); ++k)
+    sp::append(result, "..");
+  for (size_t k = common; k < targetParts.size(); ++k)
+    sp::append(result, targetParts[k]);
+  return std::string(result);
 }

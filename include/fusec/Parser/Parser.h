@@ -11,6 +11,8 @@
 #define FUSEC_PARSER_PARSER_H
 
 #include "fusec/IR/IR.h"
+
+#include <map>
 #include "fusec/IR/Pattern.h"
 
 #include "llvm/Support/SourceMgr.h"
@@ -65,11 +67,17 @@ private:
   const char *current;
 };
 
+/// Contents of `file<"...">` constants already in memory, by the path as
+/// written (a module's own, when its printed text is parsed back).
+using KnownFiles = std::map<std::string, std::shared_ptr<TensorData>>;
+
 /// Parses buffer `bufferId` of `sourceMgr`. `file<"...">` paths are resolved
-/// against `sourceDirectory`. Returns null after reporting an error.
+/// against `sourceDirectory`, unless `knownFiles` holds them. Returns null
+/// after reporting an error.
 std::unique_ptr<Module> parseModule(llvm::SourceMgr &sourceMgr,
                                     unsigned bufferId, DiagEngine &diag,
-                                    llvm::StringRef sourceDirectory);
+                                    llvm::StringRef sourceDirectory,
+                                    const KnownFiles *knownFiles = nullptr);
 
 /// Convenience for tests and tools: parses `text` held in a SourceMgr that
 /// the caller owns (diagnostics point into it).

@@ -37,6 +37,12 @@ std::unique_ptr<llvm::MemoryBuffer> readFile(llvm::StringRef path, std::string &
 /// or "cannot write 'PATH': REASON" ("cannot write to stdout: REASON").
 std::string writeFile(llvm::StringRef path, llvm::StringRef contents, bool binary = false);
 
+/// `path`, relative to directory `from`, made relative to directory `to`
+/// (lexically, after making both absolute: `w.npy` from `models` to
+/// `build/out` is `../../models/w.npy`). An absolute `path`, or one whose
+/// directories are the same, is returned as written.
+std::string rebasePath(llvm::StringRef path, llvm::StringRef from, llvm::StringRef to);
+
 } // namespace fusec
 
 #endif // FUSEC_SUPPORT_FILEIO_H

@@ -55,3 +55,12 @@ TEST_CASE("only regular files are read", "[support][file]") {
   CHECK_FALSE(readFile("-", error));
   CHECK(error == "No such file or directory");
 }
+
+TEST_CASE("rebasePath makes a path relative to another directory", "[support][file]") {
+  CHECK(rebasePath("w.npy", "/a/models", "/a/build/out") == "../../models/w.npy");
+  CHECK(rebasePath("weights/w.npy", "/a", "/a/b") == "../weights/w.npy");
+  CHECK(rebasePath("../w.npy", "/a/b", "/a") == "w.npy");
+  CHECK(rebasePath("./w.npy", "/a/./b/..", "/a") == "./w.npy"); // the same directory: as written
+  CHECK(rebasePath("/data/w.npy", "/a", "/b") == "/data/w.npy");
+  CHECK(rebasePath("w.npy", "/", "/x/y") == "../../w.npy");
+}

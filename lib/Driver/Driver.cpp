@@ -341,6 +341,24 @@ static int processONNX(const PassManager &pipeline, Instrumentation inst, Fusion
   return code;
 }
 
+/// Spec §8: every binding of the input that no pass grouped, whatever the
+/// passes (at -O0 all of them). Names are per function and per module, so
+/// only the groups and dead members this module's run added (from
+/// `firstGroup`, `firstDead` on) take its bindings, a group its own
+/// function's.
+static void noteUnfused(FusionReport &report,
+                        const std::vector<std::pair<std::string, std::string>> &inputBindings,
+                        size_t firstGroup, size_t firstDead) {
+  std::set<std::pair<std::string, std::string>> taken(report.dead.begin() + long(firstDead),
+                                                      report.dead.end());
+  for (size_t k = firstGroup; k < report.groups.size(); ++k)
+    for (const std::string &member : report.groups[k].members)
+      taken.insert({report.groups[k].caller, member});
+  for (const auto &binding : inputBindings)
+    if (!taken.count(binding))
+      report.unfused.push_back(binding);
+}
+
 static int processModule(Module &moduleRef, DiagEngine &diag, const PassManager &pipeline,
                          Instrumentation inst, FusionReport *report, std::string &moduleName,
                          const std::string &emit, std::string &output,
@@ -348,10 +366,13 @@ static int processModule(Module &moduleRef, DiagEngine &diag, const PassManager 
   Module *module = &moduleRef;
   if (!module->name.empty())
     moduleName = module->name;
+  std::vector<std::pair<std::string, std::string>> inputBindings;
+  size_t firstGroup = report ? report->groups.size() : 0;
+  size_t firstDead = report ? report->dead.size() : 0;
   if (report)
     for (const auto &function : module->functions)
       function->forEachBinding([&](const Binding &binding) {
-        report->inputBindings.push_back({function->name, "%" + binding.getResult()->name});
+        inputBindings.push_back({function->name, "%" + binding.getResult()->name});
       });
   std::vector<TensorData> inputs, reference;
   if (checkEach) {
@@ -391,6 +412,8 @@ static int processModule(Module &moduleRef, DiagEngine &diag, const PassManager 
     };
   }
   RunResult result = pipeline.run(*module, diag, inst, report);
+  if (report)
+    noteUnfused(*report, inputBindings, firstGroup, firstDead);
   if (result == RunResult::InputError)
     return ExitInputError;
   if (result == RunResult::InternalError)
@@ -454,21 +477,13 @@ static std::string writeFusionReport(const std::string &path, const FusionReport
       entry["epilogue"] = group.epilogue;
     root["groups"].push_back(entry);
   }
-  // Spec §8: every binding of the input that no pass grouped, whatever the
-  // passes (at -O0 all of them); names are per function, so a group takes
-  // its own function's bindings only. `unfused_by_function` says whose.
-  std::set<std::pair<std::string, std::string>> grouped;
-  for (const FusionReport::Group &group : report.groups)
-    for (const std::string &member : group.members)
-      grouped.insert({group.caller, member});
-  std::set<std::pair<std::string, std::string>> dead(report.dead.begin(), report.dead.end());
+  // `unfused_by_function` says whose each name is.
   root["unfused"] = nlohmann::ordered_json::array();
   nlohmann::ordered_json byFunction = nlohmann::ordered_json::object();
-  for (const auto &[function, name] : report.inputBindings)
-    if (!grouped.count({function, name}) && !dead.count({function, name})) {
-      root["unfused"].push_back(name);
-      byFunction[function].push_back(name);
-    }
+  for (const auto &[function, name] : report.unfused) {
+    root["unfused"].push_back(name);
+    byFunction[function].push_back(name);
+  }
   root["unfused_by_function"] = byFunction;
   root["dead"] = nlohmann::ordered_json::array();
   nlohmann::ordered_json deadByFunction = nlohmann::ordered_json::object();

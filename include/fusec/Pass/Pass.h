@@ -51,9 +51,10 @@ struct FusionReport {
   /// (function, %binding) of the members of groups dropped as dead.
   std::vector<std::pair<std::string, std::string>> dead;
   std::vector<Decision> decisions;
-  /// (function, %binding) of every binding of the input, in order, noted
-  /// before the passes run: those no group took are the `unfused` ones.
-  std::vector<std::pair<std::string, std::string>> inputBindings;
+  /// (function, %binding) of the input's bindings, in order, that no group
+  /// took and that were not dead: noted by the driver per module (each
+  /// --split-input-file chunk on its own, since names repeat across them).
+  std::vector<std::pair<std::string, std::string>> unfused;
 };
 
 /// What a pass may use besides the module.

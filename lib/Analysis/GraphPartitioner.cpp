@@ -339,10 +339,19 @@ void Partitioner::tryFuse(int node, int phase) {
   }
   if (int(own.pattern) <= int(OpPatternKind::Broadcast)) {
     if (!(int(dominatorPattern) <= int(OpPatternKind::Injective) ||
-          dominatorPattern == OpPatternKind::CommReduce))
-      return void(reasons[node] = "the consumer is " + patternKindName(dominatorPattern).str() +
-                                  ": elementwise producers do not fuse into it "
-                                  "(no prologue fusion, as in TVM)");
+          dominatorPattern == OpPatternKind::CommReduce)) {
+      // The kind is the most complex on the way: the post-dominator's own,
+      // or that of an op a path passes (an opaque call beside it).
+      std::string kind = patternKindName(dominatorPattern).str();
+      return void(reasons[node] =
+                      graph.nodes[dominator].pattern == dominatorPattern
+                          ? "the consumer is " + kind +
+                                ": elementwise producers do not fuse into it "
+                                "(no prologue fusion, as in TVM)"
+                          : "its post-dominator %" + graph.nodes[dominator].value->name +
+                                " is reached through an op that is " + kind +
+                                ": elementwise producers fuse only through injective ops");
+    }
     auto condition = [](OpPatternKind kind, bool isSink) {
       if (!isSink)
         return int(kind) <= int(OpPatternKind::Injective);

@@ -88,6 +88,10 @@ cl::opt<bool> splitInputFile("split-input-file", cl::desc("Process each chunk be
 cl::opt<bool> checkEach("check-each", cl::desc("Run the program on random inputs before and after "
                          "every pass; stop at the first pass that changes the results"),
                          cl::cat(fusecCategory));
+cl::list<std::string> checkInputs("check-inputs", cl::desc("With --check-each: run on these inputs "
+                                  "instead of random ones (one .npy per parameter, in order)"),
+                                  cl::value_desc("a.npy,..."), cl::CommaSeparated,
+                                  cl::cat(fusecCategory));
 cl::opt<bool> remarks("remarks", cl::desc("Print fusion decisions with their reasons (to stderr)"),
                       cl::cat(fusecCategory));
 cl::opt<std::string> fusionReport("fusion-report", cl::desc("Write the fusion decisions as JSON"),
@@ -383,11 +387,21 @@ static int processModule(Module &moduleRef, DiagEngine &diag, const PassManager 
       return ExitInputError;
     }
     std::string error;
-    inputs = makeRandomInputs(*entry, /*seed=*/0, {}, error);
+    // Given inputs for what random ones cannot exercise: indices into a
+    // table of two rows, integer divisors.
+    if (checkInputs.empty())
+      inputs = makeRandomInputs(*entry, /*seed=*/0, {}, error);
+    else
+      readInputFiles(*entry, std::vector<std::string>(checkInputs.begin(), checkInputs.end()),
+                     inputs, error);
     Interpreter interpreter(*module);
     if (!error.empty() || !interpreter.run(entry->name, inputs, reference, error)) {
       diag.error(llvm::SMLoc(), "--check-each: cannot run @" + entry->name +
-                                    " before the first pass: " + error);
+                                    " before the first pass: " + error +
+                                    (checkInputs.empty()
+                                         ? " (on random inputs; --check-inputs=a.npy,... "
+                                           "gives others)"
+                                         : ""));
       return ExitInputError;
     }
     std::string entryName = entry->name;
@@ -596,6 +610,11 @@ int fusec::driverMain(int argc, char **argv) {
     llvm::errs() << pipeline->str() << "\n";
   if (splitInputFile && (emit == "ptx" || emit == "cubin"))
     return usageError("--split-input-file writes FIR or CUDA C, not --emit=" + emit);
+  if (!checkInputs.empty() && !checkEach)
+    return usageError("--check-inputs gives the inputs of --check-each, which is not set");
+  if (!checkInputs.empty() && splitInputFile)
+    return usageError("--check-inputs cannot be combined with --split-input-file (the chunks' "
+                      "entry functions differ)");
   if (splitInputFile && !launcherFile.empty())
     return usageError("--split-input-file cannot be combined with --launcher");
   if (!launcherFile.empty() && llvm::sys::path::extension(launcherFile) != ".cpp")

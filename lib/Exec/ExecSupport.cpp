@@ -113,6 +113,33 @@ std::vector<TensorData> fusec::makeRandomInputs(
   return inputs;
 }
 
+bool fusec::readInputFiles(const Function &function, const std::vector<std::string> &files,
+                           std::vector<TensorData> &inputs, std::string &error) {
+  std::vector<std::pair<std::string, Type>> flat = flatInputs(function);
+  if (files.size() != flat.size()) {
+    error = "@" + function.name + " takes " + std::to_string(flat.size()) + " inputs, but " +
+            std::to_string(files.size()) + " .npy files were given";
+    return false;
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto data = readNpyFile(files[i], error);
+    if (!data)
+      return false;
+    const auto &[name, type] = flat[i];
+    DType want = type.getDType();
+    if (data->getDType() != want && !(want == DType::bf16 && data->getDType() == DType::f32)) {
+      error = "'" + files[i] + "' holds " + dtypeName(data->getDType()).str() + " values, but " +
+              name + " is " + type.str();
+      return false;
+    }
+    TensorData converted(want, data->getShape());
+    for (int64_t e = 0; e < data->getNumElements(); ++e)
+      want == DType::i64 ? converted.setInt(e, data->getInt(e)) : converted.set(e, data->get(e));
+    inputs.push_back(std::move(converted));
+  }
+  return true;
+}
+
 std::string fusec::writeNpyFile(llvm::StringRef path, const TensorData &data) {
   const char *descr = "<f4";
   bool asFloat = false;

@@ -128,6 +128,31 @@ struct Interpreter::Impl {
     return env.lookup(operand.value);
   }
 
+  /// A take's index as the user gave it: the legalized kernel sees it
+  /// after a negative one is wrapped (-5 of 4 reads -1).
+  static void checkTakeIndices(const Binding &binding, const std::vector<RtValue> &args) {
+    const TensorData &data = *args[0].tensor, &indices = *args[1].tensor;
+    const Attr *axisAttr = binding.attrs.get("axis");
+    int64_t extent = data.getNumElements(), axis = -1;
+    if (axisAttr) {
+      axis = axisAttr->kind == Attr::List ? axisAttr->list.front().intValue : axisAttr->intValue;
+      if (axis < 0)
+        axis += int64_t(data.getShape().size());
+      extent = data.getShape()[size_t(axis)];
+    }
+    for (int64_t k = 0; k < indices.getNumElements(); ++k) {
+      int64_t index = indices.getInt(k);
+      if (index < -extent || index >= extent)
+        throw ExecError{"take index " + std::to_string(index) + " (element " +
+                        std::to_string(k) + " of %" + binding.operands[1].value->name +
+                        ") is out of range [-" + std::to_string(extent) + ", " +
+                        std::to_string(extent) + ")" +
+                        (axis < 0 ? " of the flattened %" : " for axis " + std::to_string(axis) +
+                                                                " of %") +
+                        binding.operands[0].value->name};
+    }
+  }
+
   RtValue evalBinding(const Function &function, const Binding &binding,
                       const llvm::DenseMap<const Value *, RtValue> &env) {
     std::vector<RtValue> args;
@@ -141,6 +166,8 @@ struct Interpreter::Impl {
         op.carriers = dimCarriers(function, binding);
         op.kernel = legalizeOp(binding, binding.callee, op.carriers);
       }
+      if (binding.callee == "take")
+        checkTakeIndices(binding, args);
       for (const Value *carrier : op.carriers)
         args.push_back(env.lookup(carrier));
       return runKernelCall(*op.kernel, args);

@@ -210,26 +210,9 @@ int fusec::runMain(int argc, char **argv) {
     if (!error.empty())
       return fail(1, error);
   } else {
-    if (inputFiles.size() != flat.size())
-      return fail(1, "@" + function->name + " takes " + std::to_string(flat.size()) +
-                         " inputs, but " + std::to_string(inputFiles.size()) +
-                         " .npy files were given");
-    for (size_t i = 0; i < inputFiles.size(); ++i) {
-      std::string error;
-      auto data = readNpyFile(inputFiles[i], error);
-      if (!data)
-        return fail(1, error);
-      const auto &[name, type] = flat[i];
-      DType want = type.getDType();
-      if (data->getDType() != want && !(want == DType::bf16 && data->getDType() == DType::f32))
-        return fail(1, "'" + inputFiles[i] + "' holds " + dtypeName(data->getDType()) +
-                           " values, but " + name + " is " + type.str());
-      TensorData converted(want, data->getShape());
-      for (int64_t e = 0; e < data->getNumElements(); ++e)
-        want == DType::i64 ? converted.setInt(e, data->getInt(e))
-                           : converted.set(e, data->get(e));
-      arguments.push_back(std::move(converted));
-    }
+    std::string error;
+    if (!readInputFiles(*function, inputFiles, arguments, error))
+      return fail(1, error);
   }
 
   Interpreter interpreter(*module);

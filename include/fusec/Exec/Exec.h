@@ -79,6 +79,12 @@ std::vector<TensorData> makeRandomInputs(const Function &function, uint64_t seed
                                          const std::map<std::string, int64_t> &dims,
                                          std::string &error);
 
+/// Reads one `.npy` file per input of `function` (flattened as flatInputs),
+/// each of the input's dtype (bf16 from float32); shapes are checked when
+/// the function runs. Returns false and sets `error` otherwise.
+bool readInputFiles(const Function &function, const std::vector<std::string> &files,
+                    std::vector<TensorData> &inputs, std::string &error);
+
 /// "" when the interpreter can hold `elements` values of `what` (as doubles,
 /// within this machine's physical memory), else a message saying why not:
 /// an allocation that large would abort the process.

@@ -156,7 +156,10 @@ std::optional<Type> Checker::inferCall(const Binding &binding) {
     const Kernel *kernel = module.lookupKernel(binding.callee);
     if (!kernel)
       return error(binding.calleeLoc,
-                   "call_kernel refers to unknown kernel '@" + binding.callee + "'"),
+                   "call_kernel refers to unknown kernel '@" + binding.callee + "'" +
+                       (module.lookupFunction(binding.callee)
+                            ? " ('@" + binding.callee + "' is a function: use call)"
+                            : "")),
              std::nullopt;
     for (const KBuffer &buffer : kernel->inputs)
       params.push_back({buffer.name, buffer.type});
@@ -165,7 +168,10 @@ std::optional<Type> Checker::inferCall(const Binding &binding) {
     const Function *callee = module.lookupFunction(binding.callee);
     if (!callee)
       return error(binding.calleeLoc,
-                   "call to undefined function '@" + binding.callee + "'"),
+                   "call to undefined function '@" + binding.callee + "'" +
+                       (module.lookupKernel(binding.callee)
+                            ? " ('@" + binding.callee + "' is a kernel: use call_kernel)"
+                            : "")),
              std::nullopt;
     for (const auto &param : callee->params)
       params.push_back({param->name, param->type});

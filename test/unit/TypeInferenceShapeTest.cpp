@@ -90,7 +90,7 @@ TEST_CASE("broadcast_to", "[infer][injective]") {
   CHECK_INFERS("%x: f32[]", "broadcast_to(%x) {shape = [2, 2]}", "f32[2,2]");
   const char *bad = "broadcast_to(%x) {shape = [4]}";
   CHECK(inferError("%x: f32[3]", bad) ==
-        at(bad, "broadcast_to", "cannot broadcast f32[3] to [4]: dimension 0 is 3 vs 4"));
+        at(bad, "broadcast_to", "cannot broadcast f32[3] to [4]: the operand's dimension 0 (3) faces dimension 0 of the shape (4)"));
   const char *lower = "broadcast_to(%x) {shape = [3]}";
   CHECK(inferError("%x: f32[2,3]", lower) ==
         at(lower, "broadcast_to", "cannot broadcast f32[2,3] to the lower rank 1"));

@@ -183,9 +183,10 @@ static std::optional<Type> inferBroadcastTo(InferContext &ctx) {
     const Dim &from = input.getShape()[i];
     if (from != target[i + offset] && from != Dim::of(1))
       return ctx.error("cannot broadcast " + input.str() + " to " +
-                       ctx.attr("shape")->str() + ": dimension " +
-                       std::to_string(i) + " is " + from.str() + " vs " +
-                       target[i + offset].str());
+                       ctx.attr("shape")->str() + ": the operand's dimension " +
+                       std::to_string(i) + " (" + from.str() + ") faces dimension " +
+                       std::to_string(i + offset) + " of the shape (" +
+                       target[i + offset].str() + ")");
   }
   return Type::tensor(input.getDType(), target);
 }

@@ -110,6 +110,8 @@ bool KernelVerifier::checkBuffers() {
 }
 
 bool KernelVerifier::checkIndex(const KExpr &e, llvm::SMLoc loc) {
+  if (e.loc.isValid()) // a parsed expression: the caret at it
+    loc = e.loc;
   switch (e.kind) {
   case KExpr::IntConst:
     return true;
@@ -155,6 +157,8 @@ bool KernelVerifier::checkIndex(const KExpr &e, llvm::SMLoc loc) {
 }
 
 bool KernelVerifier::checkValue(const KExpr &e, llvm::SMLoc loc) {
+  if (e.loc.isValid())
+    loc = e.loc;
   switch (e.kind) {
   case KExpr::Literal:
     return true;

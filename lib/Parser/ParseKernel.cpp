@@ -261,12 +261,16 @@ Parser::MutableExpr Parser::parseKBinary(ExprContext context, int minPrecedence)
     }
     if (!rhs)
       return nullptr;
+    llvm::SMLoc start = lhs->loc;
     lhs = std::const_pointer_cast<KExpr>(KExpr::binary(op, lhs, rhs));
+    lhs->loc = start;
   }
   return lhs;
 }
 
 Parser::MutableExpr Parser::parseKUnary(ExprContext context) {
+  llvm::SMLoc start = token.getLoc();
+  MutableExpr e;
   if (token.is(Token::Bang)) {
     consume();
     if (!enterNesting(kMaxExprNestingDepth))
@@ -275,9 +279,13 @@ Parser::MutableExpr Parser::parseKUnary(ExprContext context) {
     --nestingDepth;
     if (!operand)
       return nullptr;
-    return std::const_pointer_cast<KExpr>(KExpr::binary(KExpr::Not, operand, nullptr));
+    e = std::const_pointer_cast<KExpr>(KExpr::binary(KExpr::Not, operand, nullptr));
+  } else {
+    e = parseKPrimary(context);
   }
-  return parseKPrimary(context);
+  if (e && !e->loc.isValid()) // a parenthesized expression keeps its own
+    e->loc = start;
+  return e;
 }
 
 Parser::MutableExpr Parser::parseKPrimary(ExprContext context) {

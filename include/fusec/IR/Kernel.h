@@ -56,6 +56,9 @@ struct KExpr {
   /// (and the nearest double in floatValue).
   int64_t intValue = 0;
   double floatValue = 0; // Literal
+  /// Where the parser read it (its first token), for the verifier's caret;
+  /// none for the expressions passes build.
+  llvm::SMLoc loc;
 
   bool isIndexArith() const { return kind >= Add && kind <= Max; }
   bool isPredicate() const { return kind >= Lt && kind <= Not; }

@@ -228,7 +228,8 @@ static std::optional<Type> inferConcat(InferContext &ctx) {
     const Dim &extra = other.getShape()[*axis];
     if (shape[*axis].isSymbolic() || extra.isSymbolic())
       return ctx.errorAtOperand(i, "concat along a symbolic dimension is not "
-                                   "supported (the size would be a sum)");
+                                   "supported (the size would be a sum: " +
+                                       shape[*axis].str() + " + " + extra.str() + ")");
     shape[*axis].size += extra.size;
   }
   return Type::tensor(first.getDType(), shape);

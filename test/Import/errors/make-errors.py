@@ -130,6 +130,11 @@ def main():
         [helper.make_node("Squeeze", ["x", "axes"], ["y"], name="squeeze")],
         [vi("x", ["batch", 3])], [vi("y", [3])],
         [const("axes", np.array([0], np.int64))]))
+    # A KV cache: only the dim concatenated along needs --dim.
+    save("concat_symbolic_axis", model(
+        [helper.make_node("Concat", ["past", "new"], ["y"], name="cache", axis=1)],
+        [vi("past", ["batch", "past", 4]), vi("new", ["batch", 1, 4])],
+        [vi("y", ["batch", "total", 4])]))
     save("slice_symbolic_dim", model(
         [helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["y"], name="pooler")],
         [vi("x", ["batch", "sequence", 4])], [vi("y", ["batch", 1, 4])],

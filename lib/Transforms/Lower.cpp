@@ -33,7 +33,7 @@ public:
     for (auto &kernel : module.kernels) {
       if (kernel->isLowered())
         continue;
-      if (!lowerKernel(*kernel, context.diag))
+      if (!lowerKernel(*kernel, context.diag, context.remarks))
         return false;
       if (!verifyKernel(*kernel, context.diag, "in lower (@" + kernel->name + ")")) {
         context.internalError = true;

@@ -480,11 +480,11 @@ bool KernelLowering::run() {
         stages[i].body = inlineStage(stages[i].body, stages[j]);
     StageSchedule *entry = kernel.schedule.find(stages[i].buffer);
     if (entry->placement == StageSchedule::Inline && exceedsInliningLimit(*stages[i].body)) {
-      diag.warning(entry->loc.isValid() ? entry->loc : kernel.loc,
-                   "kernel '@" + kernel.name + "': inlining '%" + stages[i].buffer +
-                       "' would copy an expression of more than " +
-                       std::to_string(kMaxInlinedNodes) +
-                       " nodes into its readers; it is materialized instead");
+      // A decision like schedule's, not a problem of the input: a remark.
+      if (remarks)
+        *remarks << "remark: lower: @" << kernel.name << ": inlining '%" << stages[i].buffer
+                 << "' would copy an expression of more than " << kMaxInlinedNodes
+                 << " nodes into its readers; it is materialized instead\n";
       entry->placement = StageSchedule::Root;
       entry->mapping = StageMapping();
     }
@@ -537,6 +537,6 @@ bool KernelLowering::run() {
   return true;
 }
 
-bool fusec::lowerKernel(Kernel &kernel, DiagEngine &diag) {
-  return KernelLowering(kernel, diag).run();
+bool fusec::lowerKernel(Kernel &kernel, DiagEngine &diag, llvm::raw_ostream *remarks) {
+  return KernelLowering(kernel, diag, remarks).run();
 }

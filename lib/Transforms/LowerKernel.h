@@ -10,6 +10,8 @@
 
 #include "fusec/IR/Kernel.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 #include <functional>
 #include <set>
 
@@ -19,7 +21,7 @@ struct Contraction;
 
 /// Replaces `kernel`'s stages and schedule by launches (LowerKernel.cpp).
 /// Returns false after a diagnostic when the schedule cannot be applied.
-bool lowerKernel(Kernel &kernel, DiagEngine &diag);
+bool lowerKernel(Kernel &kernel, DiagEngine &diag, llvm::raw_ostream *remarks = nullptr);
 
 namespace lowering {
 
@@ -180,7 +182,8 @@ struct MmaStep {
 
 class KernelLowering {
 public:
-  KernelLowering(Kernel &kernel, DiagEngine &diag) : kernel(kernel), diag(diag) {}
+  KernelLowering(Kernel &kernel, DiagEngine &diag, llvm::raw_ostream *remarks)
+      : kernel(kernel), diag(diag), remarks(remarks) {}
   bool run();
 
 public: // the mappings live in several files
@@ -253,6 +256,7 @@ public: // the mappings live in several files
 
   Kernel &kernel;
   DiagEngine &diag;
+  llvm::raw_ostream *remarks; // --remarks
   std::vector<KStage> stages; // bodies with inline stages substituted
   std::set<std::string> usedVars, usedBuffers;
   std::map<std::string, std::string> sharedOf; // block-level stage -> shared buffer

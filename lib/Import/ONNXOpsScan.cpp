@@ -22,6 +22,10 @@
 //                    yet; a NaN ranks above every number (PyTorch's order:
 //                    first when largest, last when smallest); the rounds'
 //                    values and indices concatenated along the axis.
+//                    Larger k (a sort): each element's rank, the number of
+//                    elements before it in that order (an n x n comparison
+//                    summed), then output r takes the element of rank r
+//                    (a k x n match summed): n <= 4096.
 // All need the axis's size to be static (the index constants have it).
 //
 //===----------------------------------------------------------------------===//
@@ -196,6 +200,73 @@ static bool convertCumSum(NodeContext &c) {
   return true;
 }
 
+/// TopK for a large k: rank[i] = #{j : x[j] comes before x[i]} (NaN first
+/// when largest, last when smallest; equal ones by index), then output r
+/// takes the element whose rank is r.
+static bool topKByRank(NodeContext &c, Value *x, int64_t a, int64_t n, int64_t k,
+                       bool largest) {
+  std::string name = c.node.output(0);
+  DType dtype = x->type.getDType();
+  int64_t rank = x->type.getRank();
+  int counter = 0;
+  auto emit = [&](const char *op, std::vector<Operand> operands, Attrs attrs = {}) {
+    for (const Operand &operand : operands)
+      if (!operand.isLiteral() && !operand.value)
+        return static_cast<Value *>(nullptr);
+    return c.emit(op, std::move(operands), std::move(attrs),
+                  name + "_rank_" + std::to_string(counter++));
+  };
+  auto both = [&](const char *op, Value *lhs, Value *rhs) {
+    return emit(op, {Operand::of(lhs), Operand::of(rhs)});
+  };
+  auto expand = [&](Value *v, int64_t axis) {
+    Attrs attrs;
+    attrs.set("axis", makeIntList({axis}));
+    return emit("expand_dims", {Operand::of(v)}, attrs);
+  };
+  // x[i] along axis a, x[j] along a + 1: [.., n (i), n (j), ..].
+  Value *xi = expand(x, a + 1), *xj = expand(x, a);
+  Value *iIndex = indexVector(c, n, rank - a, name + "_rank_i");
+  Value *jIndex = indexVector(c, n, rank - a - 1, name + "_rank_j");
+  Value *better = both(largest ? "greater" : "less", xj, xi);
+  Value *tie = both("equal", xj, xi);
+  if (isFloatDType(dtype)) {
+    Value *nanI = both("not_equal", xi, xi), *nanJ = both("not_equal", xj, xj);
+    Value *numberI = emit("logical_not", {Operand::of(nanI)});
+    Value *numberJ = emit("logical_not", {Operand::of(nanJ)});
+    // largest: a NaN before every number; smallest: every number before a NaN.
+    Value *nanOrder = largest ? both("logical_and", nanJ, numberI)
+                              : both("logical_and", numberJ, nanI);
+    better = both("logical_or", better, nanOrder);
+    tie = both("logical_or", tie, both("logical_and", nanI, nanJ));
+  }
+  Value *before = both("logical_or", better, both("logical_and", tie,
+                                                   both("less", jIndex, iIndex)));
+  Attrs toIndex;
+  toIndex.set("dtype", Attr::makeString("i64"));
+  Attrs overJ;
+  overJ.set("axis", makeIntList({a + 1}));
+  Value *ranks = emit("sum", {Operand::of(emit("astype", {Operand::of(before)}, toIndex))},
+                      overJ);
+  // Output r: the element whose rank is r ([.., k (r), n (i), ..]).
+  Value *positions = indexVector(c, k, rank - a, name + "_rank_r");
+  Value *match = both("equal", expand(ranks, a), positions);
+  Value *chosenIndex = emit("sum", {Operand::of(emit(
+                                       "where", {Operand::of(match), Operand::of(jIndex),
+                                                 NodeContext::literal(0, DType::i64)}))},
+                            overJ);
+  Value *chosenValue = emit("sum", {Operand::of(emit(
+                                       "where", {Operand::of(match), Operand::of(expand(x, a)),
+                                                 NodeContext::literal(0, dtype)}))},
+                            overJ);
+  if (!chosenIndex || !chosenValue)
+    return false;
+  c.define(0, chosenValue);
+  if (c.hasOutput(1))
+    c.define(1, chosenIndex);
+  return c.importer.error.empty();
+}
+
 /// TopK: k rounds, each taking the largest (smallest) element not taken
 /// yet, the first of equal ones (ONNX's order), then one concat per output.
 static bool convertTopK(NodeContext &c) {
@@ -213,12 +284,16 @@ static bool convertTopK(NodeContext &c) {
   if (!axis)
     return false;
   int64_t a = axis->first, n = axis->second;
-  constexpr int64_t kMaxRounds = 64;
-  if (kValue->size() != 1 || (*kValue)[0] < 1 || (*kValue)[0] > std::min(n, kMaxRounds))
-    return c.fail("k must be one value in [1, " + std::to_string(std::min(n, kMaxRounds)) +
-                  "] (fusec composes TopK from k reductions, at most " +
-                  std::to_string(kMaxRounds) + ")");
+  constexpr int64_t kMaxRounds = 64, kMaxRanked = 4096;
+  if (kValue->size() != 1 || (*kValue)[0] < 1 || (*kValue)[0] > n)
+    return c.fail("k must be one value in [1, " + std::to_string(n) + "]");
   int64_t k = (*kValue)[0];
+  if (k > kMaxRounds && n > kMaxRanked)
+    return c.fail("k = " + std::to_string(k) + " over " + std::to_string(n) +
+                  " elements: above 64, fusec ranks the elements against each other, for "
+                  "at most " + std::to_string(kMaxRanked));
+  if (k > kMaxRounds)
+    return topKByRank(c, x, a, n, k, largest);
   std::string name = c.node.output(0);
   DType dtype = x->type.getDType();
   double sentinel = largest ? lowestValue(dtype) : highestValue(dtype);

@@ -192,6 +192,20 @@ static bool readExternal(const onnx::TensorProto &tensor, llvm::StringRef modelD
       }
     }
   }
+  // A model names files beside it: `../../etc/passwd` or an absolute path
+  // would read whatever the user can (ONNX's checker and ONNX Runtime refuse
+  // them too).
+  bool escapes = llvm::sys::path::is_absolute(location) ||
+                 llvm::sys::path::has_root_name(location) ||
+                 llvm::any_of(llvm::make_range(llvm::sys::path::begin(location),
+                                               llvm::sys::path::end(location)),
+                              [](llvm::StringRef part) { return part == ".."; });
+  if (escapes) {
+    error = "the external data of tensor '" + tensor.name() + "' is at '" + location +
+            "', outside the model's directory (a location must be a relative path "
+            "without '..')";
+    return false;
+  }
   llvm::SmallString<256> path(modelDirectory);
   llvm::sys::path::append(path, location);
   std::string readError;

@@ -202,6 +202,18 @@ def main():
         [external_tensor(location="missing-weights.bin", offset="0", length="16")],
         check=False))
 
+    # External data outside the model's directory: up and out, absolute.
+    save("external_escapes", model(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+        [vi("x", [4])], [vi("y", [4])],
+        [external_tensor(location="../../../../etc/passwd", offset="0", length="16")],
+        check=False))
+    save("external_absolute", model(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+        [vi("x", [4])], [vi("y", [4])],
+        [external_tensor(location="/etc/passwd", offset="0", length="16")],
+        check=False))
+
     # Split sizes 2 + 3 of an axis of 6 (valid ONNX structurally).
     save("split_sizes", model(
         [helper.make_node("Split", ["x", "split"], ["a", "b"], name="split", axis=1)],

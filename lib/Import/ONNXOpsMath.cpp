@@ -91,6 +91,48 @@ static int64_t legacyTrailingUnitDims(NodeContext &c) {
   return rankA - int64_t(axis) - rankB;
 }
 
+/// Pow of an integer base with a float exponent that is not an integer
+/// (given at run time, or 0.5): ONNX Runtime raises in floating point and
+/// truncates (5 ^ 0.5 = 2), where converting the exponent to the base's
+/// dtype would give 5 ^ 0 = 1. Computed in f32: astype, power, astype back.
+/// nullopt when the other path applies (integral exponents stay exact).
+static std::optional<bool> convertIntegerPowerOfFloat(NodeContext &c) {
+  // Either may be a constant not yet materialized (no type).
+  auto dtypeOf = [&](size_t i) -> std::optional<DType> {
+    if (const Type *type = c.typeOf(i); type && type->isTensor())
+      return type->getDType();
+    if (const TensorData *data = c.constant(i))
+      return data->getDType();
+    return std::nullopt;
+  };
+  std::optional<DType> base = dtypeOf(0), exponent = dtypeOf(1);
+  if (!base || !exponent || !isIntDType(*base) || !isFloatDType(*exponent))
+    return std::nullopt;
+  if (const TensorData *constant = c.constant(1)) {
+    bool integral = true;
+    for (int64_t k = 0; k < constant->getNumElements() && integral; ++k)
+      integral = constant->get(k) == std::trunc(constant->get(k));
+    if (integral)
+      return std::nullopt;
+  }
+  std::string name = c.node.output(0);
+  auto cast = [&](Value *value, DType dtype, const std::string &hint) -> Value * {
+    Attrs attrs;
+    attrs.set("dtype", Attr::makeString(dtypeName(dtype).str()));
+    return value ? c.emit("astype", {Operand::of(value)}, attrs, hint) : nullptr;
+  };
+  Value *floatBase = cast(c.input(0), DType::f32, name + "_base");
+  Value *floatExponent = *exponent == DType::f32
+                             ? c.input(1)
+                             : cast(c.input(1), DType::f32, name + "_exponent");
+  if (!floatBase || !floatExponent)
+    return false;
+  Value *raised = c.emit("power", {Operand::of(floatBase), Operand::of(floatExponent)}, {},
+                         name + "_float");
+  c.define(0, cast(raised, *base, name));
+  return true;
+}
+
 template <const char *Op>
 static bool convertBinary(NodeContext &c) {
   llvm::StringRef onnxType = c.node.op_type();
@@ -111,6 +153,9 @@ static bool convertBinary(NodeContext &c) {
   }
   if (!c.importer.error.empty())
     return false;
+  if (onnxType == "Pow" && unitDims == 0)
+    if (std::optional<bool> done = convertIntegerPowerOfFloat(c))
+      return *done;
   std::optional<Operand> a = operandOf(c, 0, 1);
   if (!a)
     return false;

@@ -1368,5 +1368,19 @@ run_model("uint8_mask", [
         ("axes23", np.int64([2, 3])), ("minus", np.float32(-1e4)), ("big", np.uint8(200)))],
     np.where(sliced == 200, sliced.astype(np.float32),
              np.where(sliced != 0, scores, np.float32(-1e4))))
+# Pow of an integer base and a float exponent that is no integer: raised in
+# floating point and truncated, as ONNX Runtime does (5 ^ 0.5 = 2, not the
+# 5 ^ 0 = 1 of converting the exponent to the base's type); an integral
+# float exponent stays exact.
+ints = np.array([[2, -3, 5, 4, 9, 7]], np.float32)
+for label, exponent in (("pow_int_float_exponent", [3.0, 2.0, 0.5, 0.5, 1.5, 0.25]),
+                        ("pow_int_integral_exponent", [3.0, 2.0, 1.0, 0.0, 2.0, 3.0])):
+    e = np.array(exponent, np.float32)
+    run_model(label, [
+        helper.make_node("Cast", ["x"], ["xi"], to=TensorProto.INT32),
+        helper.make_node("Pow", ["xi", "e"], ["p"]),
+        helper.make_node("Cast", ["p"], ["y"], to=TensorProto.FLOAT)], ints,
+        [numpy_helper.from_array(e, "e")],
+        np.trunc(np.power(ints, e)).astype(np.float32))
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

@@ -407,6 +407,7 @@ bool Importer::importNode(const onnx::NodeProto &node) {
 }
 
 bool Importer::run(const onnx::ModelProto &model) {
+  irVersion = model.ir_version();
   for (const onnx::OperatorSetIdProto &entry : model.opset_import())
     if (entry.domain().empty() || entry.domain() == "ai.onnx")
       opset = entry.version();

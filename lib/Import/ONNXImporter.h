@@ -317,6 +317,7 @@ public:
   const ONNXImportOptions &options;
   std::string modelDirectory;
   int64_t opset = -1; // of the default domain
+  int64_t irVersion = 0;
   Function *function = nullptr;
   DataflowBlock *block = nullptr;
   std::map<std::string, Value *> values;

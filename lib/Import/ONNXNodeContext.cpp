@@ -166,6 +166,18 @@ NodeContext::typedAttr(llvm::StringRef name, onnx::AttributeProto::AttributeType
   if (!attr)
     return nullptr;
   using AP = onnx::AttributeProto;
+  // A reference to an attribute of an enclosing function: the main graph
+  // has none, so the value would read as 0 (onnx.checker's rule too).
+  if (attr->has_ref_attr_name()) {
+    fail("attribute '" + name + "' refers to a function attribute '" + attr->ref_attr_name() +
+         "' (ref_attr_name), which only a function body may do");
+    return nullptr;
+  }
+  if (attr->type() == AP::UNDEFINED && importer.irVersion >= 3) {
+    fail("attribute '" + name + "' has no type (only models of IR version 1 and 2 may leave "
+         "it out; this one is version " + std::to_string(importer.irVersion) + ")");
+    return nullptr;
+  }
   if (attr->type() != kind && attr->type() != AP::UNDEFINED) {
     fail("attribute '" + name + "' must be " + AP::AttributeType_Name(kind) + ", not " +
          AP::AttributeType_Name(attr->type()));

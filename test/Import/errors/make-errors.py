@@ -457,8 +457,22 @@ def main():
     untyped = helper.make_node("Softmax", ["x"], ["y"], name="softmax", axis=1)
     untyped.attribute[0].type = onnx.AttributeProto.UNDEFINED
     untyped.attribute[0].ClearField("i")
-    save("untyped_empty_attr", model([untyped], [vi("x", [2, 4])], [vi("y", None)],
-                                     check=False))
+    untyped_model = model([untyped], [vi("x", [2, 4])], [vi("y", None)], check=False)
+    untyped_model.ir_version = 2  # where a missing type is allowed
+    save("untyped_empty_attr", untyped_model)
+    # An untyped attribute at IR version 8 (the type is required from 3),
+    # and a reference to a function's attribute in the main graph (its
+    # value would read as 0).
+    untyped = helper.make_node("Softmax", ["x"], ["y"], name="softmax", axis=1)
+    untyped.attribute[0].type = onnx.AttributeProto.UNDEFINED
+    save("untyped_attr_ir8", model([untyped], [vi("x", [2, 4])], [vi("y", None)],
+                                   check=False))
+    reference = helper.make_node("LeakyRelu", ["x"], ["y"], name="leaky")
+    alpha = onnx.AttributeProto()
+    alpha.name, alpha.type, alpha.ref_attr_name = "alpha", onnx.AttributeProto.FLOAT, "slope"
+    reference.attribute.append(alpha)
+    save("ref_attr_in_graph", model([reference], [vi("x", [2, 4])], [vi("y", None)],
+                                    check=False))
     save("topk_empty_indices", model(
         [helper.make_node("TopK", ["x", "k"], ["v", ""], name="topk", axis=1)],
         [vi("x", [2, 4])], [vi("v", None)], [const("k", np.int64([2]))], check=False))

@@ -3,6 +3,7 @@
 // ONNX activations with no FIR op of their own, composed from spec §4 ops
 // exactly as ONNX defines them (float inputs only):
 //   LeakyRelu(x)   = maximum(x, alpha x)              (0 <= alpha <= 1)
+//                  = where(x < 0, alpha x, x)          (otherwise)
 //   PRelu(x, s)    = where(x < 0, x * s, x)           (s broadcasts)
 //   Elu(x)         = where(x < 0, alpha (exp(x) - 1), x)
 //   Selu(x)        = gamma where(x <= 0, alpha exp(x) - alpha, x)
@@ -54,13 +55,19 @@ static Value *clipUnit(NodeContext &c, Value *x) {
 
 static bool convertLeakyRelu(NodeContext &c) {
   double alpha = c.attrFloat("alpha", 0.01);
-  if (alpha < 0 || alpha > 1)
-    return c.fail("alpha = " + formatScalar(alpha, DType::f32) + " outside [0, 1] is not supported");
   Value *x = floatInput(c);
   Value *scaled = withLiteral(c, "multiply", x, alpha, "_scaled");
   if (!scaled)
     return false;
-  c.define(0, c.emit("maximum", {Operand::of(x), Operand::of(scaled)}));
+  if (alpha >= 0 && alpha <= 1) {
+    c.define(0, c.emit("maximum", {Operand::of(x), Operand::of(scaled)}));
+    return true;
+  }
+  // Outside [0, 1] the larger of x and alpha x is not the negative part's.
+  Value *negative = withLiteral(c, "less", x, 0, "_negative");
+  if (!negative)
+    return false;
+  c.define(0, c.emit("where", {Operand::of(negative), Operand::of(scaled), Operand::of(x)}));
   return true;
 }
 

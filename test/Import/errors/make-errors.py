@@ -91,7 +91,8 @@ def main():
         [vi("x", [1, 1, 3, 3])], [vi("y", [1, 1, 3, 3])],
         [const("w", np.ones([1, 1, 1, 1], np.float32))], check=False))
 
-    # A supported attribute with a value fusec cannot map (valid ONNX).
+    # LeakyRelu's alpha above 1 (valid ONNX; it was rejected once, the
+    # maximum form holds only for alpha in [0, 1]).
     save("leakyrelu_alpha", model(
         [helper.make_node("LeakyRelu", ["x"], ["y"], name="lrelu", alpha=1.5)],
         [vi("x", [4])], [vi("y", [4])]))

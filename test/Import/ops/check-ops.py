@@ -1382,5 +1382,9 @@ for label, exponent in (("pow_int_float_exponent", [3.0, 2.0, 0.5, 0.5, 1.5, 0.2
         helper.make_node("Cast", ["p"], ["y"], to=TensorProto.FLOAT)], ints,
         [numpy_helper.from_array(e, "e")],
         np.trunc(np.power(ints, e)).astype(np.float32))
+# LeakyRelu with alpha outside [0, 1], where max(x, alpha x) is wrong.
+for label, alpha in (("leakyrelu_alpha_above_1", 1.5), ("leakyrelu_alpha_negative", -0.5)):
+    check(label, "LeakyRelu", x, [], {"alpha": alpha},
+          np.where(x < 0, np.float32(alpha) * x, x))
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

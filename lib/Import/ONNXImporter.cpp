@@ -22,6 +22,9 @@
 //===----------------------------------------------------------------------===//
 #include "ONNXImporter.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/xxhash.h"
+
 #include "fusec/Support/FileIO.h"
 #include "fusec/Support/Support.h"
 #include "fusec/Transforms/Passes.h"
@@ -150,8 +153,14 @@ Value *Importer::materialize(const std::string &name) {
   std::string problem;
   Value *value = addBinding(std::move(binding), name, problem);
   ConstantData &placed = *value->definingBinding->constant;
-  if (placed.form == ConstantData::File)
-    placed.path = options.weightsDirectory + "/" + value->name + ".npy";
+  if (placed.form == ConstantData::File) {
+    // File names end at 255 bytes; a longer value name (an exporter's path
+    // of module names) keeps its start and a hash of the whole.
+    std::string file = value->name;
+    if (file.size() > 160)
+      file = file.substr(0, 140) + "_" + llvm::utohexstr(llvm::xxHash64(file), true);
+    placed.path = options.weightsDirectory + "/" + file + ".npy";
+  }
   values[name] = value;
   return value;
 }

@@ -30,8 +30,8 @@ bool onnximport::foldShapeArithmetic(NodeContext &c, llvm::StringRef op) {
       !(a->dtype == DType::i64 ||
         (a->dtype == DType::i32 && !(a->isStatic() && b->isStatic()))))
     return false;
-  const char *overflowMessage = a->dtype == DType::i64 ? "int64 overflow in a shape computation"
-                                                       : "int32 overflow in a shape computation";
+  const char *overflowMessage = a->dtype == DType::i64 ? "int64 overflow in integer arithmetic folded at import"
+                                                       : "int32 overflow in integer arithmetic folded at import";
   size_t n = std::max(a->elements.size(), b->elements.size());
   if ((a->elements.size() != n && a->elements.size() != 1) ||
       (b->elements.size() != n && b->elements.size() != 1))

@@ -125,8 +125,11 @@ bool fusec::loadTargetDesc(llvm::StringRef spec, TargetDesc &target, DiagEngine 
   return false;
 }
 
-double fusec::expressionWork(const KExpr &expr, const TargetDesc &target,
-                             const std::map<std::string, const KStage *> &inlined) {
+/// expressionWork with each inlined stage's work computed once: stages read
+/// by several later ones (a diamond) would otherwise be expanded as a tree.
+static double expressionWorkMemo(const KExpr &expr, const TargetDesc &target,
+                                 const std::map<std::string, const KStage *> &inlined,
+                                 std::map<std::string, double> &stageWork) {
   double special = target.fp32FmaPerClockPerSM / target.specialFunctionPerClockPerSM;
   double work = 0;
   switch (expr.kind) {
@@ -148,8 +151,15 @@ double fusec::expressionWork(const KExpr &expr, const TargetDesc &target,
     break;
   case KExpr::Load: {
     auto found = inlined.find(expr.name);
-    if (found != inlined.end())
-      work = expressionWork(*found->second->body, target, inlined);
+    if (found == inlined.end())
+      break;
+    auto known = stageWork.find(expr.name);
+    if (known == stageWork.end())
+      known = stageWork
+                  .emplace(expr.name, expressionWorkMemo(*found->second->body, target, inlined,
+                                                         stageWork))
+                  .first;
+    work = known->second;
     break;
   }
   default: // index arithmetic, casts and literals: free next to the rest
@@ -157,8 +167,14 @@ double fusec::expressionWork(const KExpr &expr, const TargetDesc &target,
   }
   for (const KExprPtr &arg : expr.args)
     if (arg && expr.kind != KExpr::Load)
-      work += expressionWork(*arg, target, inlined);
+      work += expressionWorkMemo(*arg, target, inlined, stageWork);
   return work;
+}
+
+double fusec::expressionWork(const KExpr &expr, const TargetDesc &target,
+                             const std::map<std::string, const KStage *> &inlined) {
+  std::map<std::string, double> stageWork;
+  return expressionWorkMemo(expr, target, inlined, stageWork);
 }
 
 PlacementCost fusec::estimatePlacement(const KStage &producer, int64_t producerElements,

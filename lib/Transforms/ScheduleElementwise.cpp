@@ -73,59 +73,88 @@ bool fusec::isTiledEpilogue(const Kernel &kernel, const KStage &epilogue, const 
              kernel.findBuffer(core.buffer)->type.getShape();
 }
 
-/// The loads of `buffer` in `e`; with `unconditional`, only those evaluated
-/// whatever the data (not in a select branch, not right of && or ||).
-static int countLoads(const KExpr &e, llvm::StringRef buffer, bool unconditional) {
-  int count = e.kind == KExpr::Load && e.name == buffer;
-  size_t evaluated = unconditional && (e.kind == KExpr::Select || e.kind == KExpr::And ||
-                                       e.kind == KExpr::Or)
-                         ? 1
-                         : e.args.size();
-  for (size_t i = 0; i < evaluated; ++i)
-    if (e.args[i])
-      count += countLoads(*e.args[i], buffer, unconditional);
-  return count;
-}
-
 /// With a target (not TVM): an internal stage that the output, once the
 /// other inline stages are substituted, reads several times per element (a
 /// diamond inside the kernel) and that costs more than a few FMA slots is
 /// computed once per thread into a register, compute_at(output, thread),
 /// instead of being inlined at every read; the output's vector width
 /// becomes 1 (a vector loop holds no per-element statements).
+///
+/// The reads are counted as paths through the inline stages (what inlining
+/// each of them into its readers would leave), one pass over the stages per
+/// candidate: substituting the stages themselves for every candidate took
+/// a cubic number of expression copies (15 s for a bicubic GridSample).
 static void computeSharedStagesOnce(const Kernel &kernel, KSchedule &schedule,
                                     const ScheduleCostContext &cost) {
   constexpr double kMinWork = 4; // FMA slots: below, recomputing is as cheap
+  size_t count = kernel.stages.size();
+  llvm::StringMap<size_t> indexOf;
+  for (size_t i = 0; i < count; ++i)
+    indexOf[kernel.stages[i].buffer] = i;
+  auto entryOf = [&](size_t i) { return schedule.find(kernel.stages[i].buffer); };
+  // Stages `lower` materializes for their size are read, not expanded.
+  std::vector<KStage> expanded = inlineSpatialInternals(kernel);
+  std::vector<bool> tooLarge(count);
+  for (size_t i = 0; i < count; ++i)
+    tooLarge[i] = exceedsInliningLimit(*expanded[i].body);
   // Latest stages first: a shared stage's own producers are then read once,
   // by it, and stay inlined into it.
-  for (size_t s = kernel.stages.size(); s-- > 0;) {
+  for (size_t s = count; s-- > 0;) {
     const KStage &shared = kernel.stages[s];
-    StageSchedule *entry = schedule.find(shared.buffer);
+    StageSchedule *entry = entryOf(s);
     if (!entry || entry->placement != StageSchedule::Inline)
       continue;
-    // The stages as lowering would see them, `shared` not inlined.
-    std::vector<KStage> stages = inlineStagesWhere(kernel, [&](size_t j) {
-      return j != s && schedule.find(kernel.stages[j].buffer)->placement == StageSchedule::Inline;
-    });
+    std::vector<bool> substituted(count);
+    std::map<std::string, const KStage *> inlinedProducers;
+    for (size_t j = 0; j < count; ++j) {
+      substituted[j] = j != s && !tooLarge[j] && entryOf(j)->placement == StageSchedule::Inline;
+      if (substituted[j] && j < s)
+        inlinedProducers[kernel.stages[j].buffer] = &kernel.stages[j];
+    }
+    double work = expressionWork(*shared.body, *cost.target, inlinedProducers);
+    if (work < kMinWork)
+      continue;
+    // reads[i], evaluated[i]: loads of `shared` in stage i with the
+    // substituted stages inlined; evaluated: those taken whatever the data
+    // (not in a select branch, not right of && or ||).
+    std::vector<int64_t> reads(count, 0), evaluated(count, 0);
+    std::function<void(const KExpr &, bool, int64_t &, int64_t &)> visit =
+        [&](const KExpr &e, bool always, int64_t &all, int64_t &sure) {
+          if (e.kind == KExpr::Load) {
+            auto found = indexOf.find(e.name);
+            size_t j = found == indexOf.end() ? count : found->second;
+            if (j == s) {
+              all += 1;
+              sure += always;
+            } else if (j < count && substituted[j]) {
+              all += reads[j];
+              sure += always ? evaluated[j] : 0;
+            }
+          }
+          bool branches = e.kind == KExpr::Select || e.kind == KExpr::And || e.kind == KExpr::Or;
+          for (size_t k = 0; k < e.args.size(); ++k)
+            if (e.args[k])
+              visit(*e.args[k], always && !(branches && k > 0), all, sure);
+        };
+    for (size_t i = s + 1; i < count; ++i)
+      visit(*kernel.stages[i].body, true, reads[i], evaluated[i]);
     const KStage *reader = nullptr;
-    int reads = 0;
+    int64_t readCount = 0;
     bool single = true;
-    for (size_t i = s + 1; i < stages.size(); ++i) {
-      const StageSchedule *readerEntry = schedule.find(stages[i].buffer);
-      int count = countLoads(*stages[i].body, shared.buffer, false);
-      if (!count || readerEntry->placement == StageSchedule::Inline)
+    for (size_t i = s + 1; i < count; ++i) {
+      const StageSchedule *readerEntry = entryOf(i);
+      if (!reads[i] || readerEntry->placement == StageSchedule::Inline)
         continue;
       // A read under a condition (padding, a clamped gather) may be at an
       // index that only the condition keeps in range: computing it ahead
       // would load out of bounds.
       single &= !reader && readerEntry->placement == StageSchedule::Root &&
                 readerEntry->mapping.kind == StageMapping::Flat &&
-                countLoads(*stages[i].body, shared.buffer, true) == count;
-      reader = &stages[i];
-      reads = count;
+                evaluated[i] == reads[i];
+      reader = &kernel.stages[i];
+      readCount = reads[i];
     }
-    double work = expressionWork(*stages[s].body, *cost.target, {});
-    if (!reader || !single || reads < 2 || work < kMinWork)
+    if (!reader || !single || readCount < 2)
       continue;
     entry->placement = StageSchedule::ComputeAt;
     entry->consumer = reader->buffer;
@@ -133,8 +162,8 @@ static void computeSharedStagesOnce(const Kernel &kernel, KSchedule &schedule,
     schedule.find(reader->buffer)->mapping.vector = 1;
     if (cost.pass && cost.pass->remarks)
       *cost.pass->remarks << "remark: schedule: @" << kernel.name << ": %" << shared.buffer
-                          << " -> %" << reader->buffer << ": compute_at thread (read " << reads
-                          << " times per element, " << llvm::format("%.0f", work)
+                          << " -> %" << reader->buffer << ": compute_at thread (read "
+                          << readCount << " times per element, " << llvm::format("%.0f", work)
                           << " FMA slots each: computed once into a register, not inlined at "
                              "every read)\n";
   }

@@ -83,7 +83,9 @@ bool fusec::isTiledEpilogue(const Kernel &kernel, const KStage &epilogue, const 
 /// The reads are counted as paths through the inline stages (what inlining
 /// each of them into its readers would leave), one pass over the stages per
 /// candidate: substituting the stages themselves for every candidate took
-/// a cubic number of expression copies (15 s for a bicubic GridSample).
+/// a cubic number of expression copies (15 s for a bicubic GridSample). A
+/// read inside an index of a substituted load counts once, where the
+/// substitution copies it per use of that index variable.
 static void computeSharedStagesOnce(const Kernel &kernel, KSchedule &schedule,
                                     const ScheduleCostContext &cost) {
   constexpr double kMinWork = 4; // FMA slots: below, recomputing is as cheap
@@ -93,7 +95,9 @@ static void computeSharedStagesOnce(const Kernel &kernel, KSchedule &schedule,
     indexOf[kernel.stages[i].buffer] = i;
   auto entryOf = [&](size_t i) { return schedule.find(kernel.stages[i].buffer); };
   // Stages `lower` materializes for their size are read, not expanded.
-  std::vector<KStage> expanded = inlineSpatialInternals(kernel);
+  std::vector<KStage> expanded = inlineStagesWhere(kernel, [&](size_t j) {
+    return entryOf(j)->placement == StageSchedule::Inline;
+  });
   std::vector<bool> tooLarge(count);
   for (size_t i = 0; i < count; ++i)
     tooLarge[i] = exceedsInliningLimit(*expanded[i].body);

@@ -418,8 +418,13 @@ bool Importer::importNode(const onnx::NodeProto &node) {
 bool Importer::run(const onnx::ModelProto &model) {
   irVersion = model.ir_version();
   for (const onnx::OperatorSetIdProto &entry : model.opset_import())
-    if (entry.domain().empty() || entry.domain() == "ai.onnx")
+    if (entry.domain().empty() || entry.domain() == "ai.onnx") {
+      if (opset >= 0)
+        return error = "the model imports the default ONNX domain twice (opsets " +
+                       std::to_string(opset) + " and " + std::to_string(entry.version()) + ")",
+               false;
       opset = entry.version();
+    }
   // IR versions 1 and 2 predate opset_import: their operators are opset 1's.
   if (opset < 0 && model.opset_import_size() == 0 && model.ir_version() < 3)
     opset = 1;
@@ -449,7 +454,9 @@ bool Importer::run(const onnx::ModelProto &model) {
   collectNeededNames(graph);
   std::set<std::string> initializerNames;
   for (const onnx::TensorProto &tensor : graph.initializer()) {
-    initializerNames.insert(tensor.name());
+    // A graph is single assignment: which of two would a reader mean?
+    if (!initializerNames.insert(tensor.name()).second)
+      return error = "initializer '" + tensor.name() + "' is defined twice", false;
     if (!neededNames.count(tensor.name()))
       continue;
     std::shared_ptr<TensorData> data = readTensor(tensor, modelDirectory, error);
@@ -566,8 +573,15 @@ void Importer::checkDeclaredOutputShapes(const onnx::GraphProto &graph) {
   for (int i = 0; i < graph.output_size(); ++i) {
     const onnx::ValueInfoProto &output = graph.output(i);
     const Type &computed = function->returnValues[size_t(i)].value->type;
-    if (!output.type().has_tensor_type() || !output.type().tensor_type().has_shape() ||
-        !computed.isTensor())
+    if (!output.type().has_tensor_type() || !computed.isTensor())
+      continue;
+    std::optional<DType> declaredType = mapDType(output.type().tensor_type().elem_type());
+    if (declaredType && *declaredType != computed.getDType())
+      warnings.push_back("graph output '" + output.name() + "' is declared " +
+                         onnxTypeName(output.type().tensor_type().elem_type()) +
+                         " but the graph computes " + computed.str() +
+                         " (the computed type is used)");
+    if (!output.type().tensor_type().has_shape())
       continue;
     const auto &declared = output.type().tensor_type().shape().dim();
     bool agrees = declared.size() == computed.getRank();

@@ -203,6 +203,22 @@ def main():
         [external_tensor(location="missing-weights.bin", offset="0", length="16")],
         check=False))
 
+    # An initializer defined twice, the default domain imported twice
+    # (invalid, were read: the last won), and an output declared INT64 that
+    # the graph computes as float (valid to read; a warning).
+    save("initializer_twice", model(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+        [vi("x", [2])], [vi("y", [2])],
+        [const("w", np.ones([2], np.float32)), const("w", np.zeros([2], np.float32))],
+        check=False))
+    save("default_domain_twice", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [vi("x", [2])], [vi("y", [2])], extra_opsets=[helper.make_opsetid("", 13)],
+        check=False))
+    save("output_declared_int64", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [vi("x", [2])], [vi("y", [2], TensorProto.INT64)], check=False))
+
     # External data outside the model's directory: up and out, absolute.
     save("external_escapes", model(
         [helper.make_node("Add", ["x", "w"], ["y"], name="add")],

@@ -503,10 +503,15 @@ bool Importer::run(const onnx::ModelProto &model) {
 
   std::vector<Type> resultTypes;
   for (const onnx::ValueInfoProto &output : graph.output()) {
-    if (unsignedBytes.count(output.name()) || quantized.count(output.name()))
+    if (quantized.count(output.name()))
       return error = "graph output '" + output.name() +
                      "' is a quantized (uint8 or int8) tensor, which fusec does not return; "
                      "a DequantizeLinear of it can be",
+             false;
+    if (unsignedBytes.count(output.name()))
+      return error = "graph output '" + output.name() +
+                     "' is a uint8 tensor, which fusec does not return (it has no unsigned "
+                     "type); a Cast of it to a wider type can be",
              false;
     if (auto runs = groupedRuns.find(output.name()); runs != groupedRuns.end()) {
       std::string dims;

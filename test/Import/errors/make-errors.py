@@ -219,6 +219,13 @@ def main():
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],
         [vi("x", [2])], [vi("y", [2], TensorProto.INT64)], check=False))
 
+    # A uint8 graph output (a mask kept as bytes): fusec has no uint8.
+    save("uint8_output", model(
+        [helper.make_node("Identity", ["bytes"], ["y"], name="id"),
+         helper.make_node("Relu", ["x"], ["z"], name="relu")],
+        [vi("x", [2])], [vi("y", [2], TensorProto.UINT8), vi("z", [2])],
+        [const("bytes", np.array([1, 200], np.uint8))], check=False))
+
     # External data outside the model's directory: up and out, absolute.
     save("external_escapes", model(
         [helper.make_node("Add", ["x", "w"], ["y"], name="add")],

@@ -271,10 +271,7 @@ int64_t Partitioner::countArgsAfterFusing(int src, int sink) {
       // A 0-d constant, in the block or before it, is copied into the
       // group, not passed.
       const Value *value = graph.nodes[producer].value;
-      const Binding *definition = value ? value->definingBinding : nullptr;
-      bool scalarConstant = definition && definition->kind == ExprKind::Constant &&
-                            value->type.isTensor() && value->type.getRank() == 0;
-      if (!merged.count(producer) && !scalarConstant)
+      if (!merged.count(producer) && !(value && value->isScalarConstant()))
         inputs.insert(producer);
     }
   }

@@ -300,6 +300,13 @@ static int processChunk(const std::string &text, llvm::StringRef bufferName,
                        backendStats);
 }
 
+/// The directory the `-o` text is read from: the file's, or the working
+/// directory for stdout.
+static std::string outputDirectory() {
+  std::string directory = outputFile == "-" ? "" : llvm::sys::path::parent_path(outputFile).str();
+  return directory.empty() ? "." : directory;
+}
+
 /// Imports an ONNX model and compiles it; the weights of a `.fir` output
 /// are written beside it (`<stem>.weights/*.npy`), or inlined on stdout.
 static int processONNX(const PassManager &pipeline, Instrumentation inst, FusionReport *report,
@@ -328,9 +335,7 @@ static int processONNX(const PassManager &pipeline, Instrumentation inst, Fusion
     llvm::WithColor::warning(llvm::errs(), "fusec") << warning << "\n";
   // The weights' paths are relative to the output's directory, where they
   // will be written.
-  std::string directory = llvm::sys::path::parent_path(outputFile).str();
-  if (directory.empty())
-    directory = ".";
+  std::string directory = outputDirectory();
   if (firFile)
     module->sourceDirectory = directory;
   llvm::SourceMgr sourceMgr;
@@ -439,9 +444,7 @@ static int processModule(Module &moduleRef, DiagEngine &diag, const PassManager 
       return code;
   }
   // Relative file<> paths are rebased for the directory the text lands in.
-  std::string outputDirectory =
-      outputFile == "-" ? "." : llvm::sys::path::parent_path(outputFile).str();
-  output += printModuleToString(*module, outputDirectory.empty() ? "." : outputDirectory);
+  output += printModuleToString(*module, outputDirectory());
   return ExitSuccess;
 }
 

@@ -51,6 +51,10 @@ std::string Binding::headName() const {
   return "";
 }
 
+bool Value::isConstant() const {
+  return definingBinding && definingBinding->kind == ExprKind::Constant && type.isTensor();
+}
+
 bool Function::isGroupedFunction() const {
   auto isSet = [&](llvm::StringRef name) {
     const Attr *attr = attrs.get(name);

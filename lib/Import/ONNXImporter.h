@@ -229,6 +229,8 @@ std::optional<std::vector<int64_t>> staticShape(NodeContext &c, Value *x, const 
 /// reshape(x) {shape} and permute_dims(x) {axes}; null when `x` is null
 /// or after an error.
 Value *reshapeTo(NodeContext &c, Value *x, const Shape &shape, const std::string &hint);
+/// `astype(x) {dtype}` (null when x is).
+Value *castTo(NodeContext &c, Value *x, DType dtype, const std::string &hint);
 Value *permute(NodeContext &c, Value *x, const std::vector<int64_t> &axes,
                const std::string &hint);
 /// `x` with `begin` and `end` elements of value `fill` around dim `axis`

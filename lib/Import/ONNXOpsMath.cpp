@@ -116,20 +116,15 @@ static std::optional<bool> convertIntegerPowerOfFloat(NodeContext &c) {
       return std::nullopt;
   }
   std::string name = c.node.output(0);
-  auto cast = [&](Value *value, DType dtype, const std::string &hint) -> Value * {
-    Attrs attrs;
-    attrs.set("dtype", Attr::makeString(dtypeName(dtype).str()));
-    return value ? c.emit("astype", {Operand::of(value)}, attrs, hint) : nullptr;
-  };
-  Value *floatBase = cast(c.input(0), DType::f32, name + "_base");
+  Value *floatBase = castTo(c, c.input(0), DType::f32, name + "_base");
   Value *floatExponent = *exponent == DType::f32
                              ? c.input(1)
-                             : cast(c.input(1), DType::f32, name + "_exponent");
+                             : castTo(c, c.input(1), DType::f32, name + "_exponent");
   if (!floatBase || !floatExponent)
     return false;
   Value *raised = c.emit("power", {Operand::of(floatBase), Operand::of(floatExponent)}, {},
                          name + "_float");
-  c.define(0, cast(raised, *base, name));
+  c.define(0, castTo(c, raised, *base, name));
   return true;
 }
 
@@ -175,9 +170,7 @@ static bool convertBinary(NodeContext &c) {
   // Pow's exponent may have another dtype: convert it to the base's.
   if (onnxType == "Pow" && !a->isLiteral() && !b->isLiteral() &&
       a->value->type.getDType() != b->value->type.getDType()) {
-    Attrs attrs;
-    attrs.set("dtype", Attr::makeString(dtypeName(a->value->type.getDType()).str()));
-    Value *cast = c.emit("astype", {*b}, attrs, c.node.output(0) + "_exponent");
+    Value *cast = castTo(c, b->value, a->value->type.getDType(), c.node.output(0) + "_exponent");
     if (!cast)
       return false;
     b = Operand::of(cast);

@@ -210,9 +210,6 @@ static bool topKByRank(NodeContext &c, Value *x, int64_t a, int64_t n, int64_t k
   int64_t rank = x->type.getRank();
   int counter = 0;
   auto emit = [&](const char *op, std::vector<Operand> operands, Attrs attrs = {}) {
-    for (const Operand &operand : operands)
-      if (!operand.isLiteral() && !operand.value)
-        return static_cast<Value *>(nullptr);
     return c.emit(op, std::move(operands), std::move(attrs),
                   name + "_rank_" + std::to_string(counter++));
   };
@@ -242,11 +239,9 @@ static bool topKByRank(NodeContext &c, Value *x, int64_t a, int64_t n, int64_t k
   }
   Value *before = both("logical_or", better, both("logical_and", tie,
                                                    both("less", jIndex, iIndex)));
-  Attrs toIndex;
-  toIndex.set("dtype", Attr::makeString("i64"));
   Attrs overJ;
   overJ.set("axis", makeIntList({a + 1}));
-  Value *ranks = emit("sum", {Operand::of(emit("astype", {Operand::of(before)}, toIndex))},
+  Value *ranks = emit("sum", {Operand::of(castTo(c, before, DType::i64, name + "_rank_before"))},
                       overJ);
   // Output r: the element whose rank is r ([.., k (r), n (i), ..]).
   Value *positions = indexVector(c, k, rank - a, name + "_rank_r");

@@ -32,6 +32,12 @@ Value *onnximport::reshapeTo(NodeContext &c, Value *x, const Shape &shape,
   return x ? c.emit("reshape", {Operand::of(x)}, attrs, hint) : nullptr;
 }
 
+Value *onnximport::castTo(NodeContext &c, Value *x, DType dtype, const std::string &hint) {
+  Attrs attrs;
+  attrs.set("dtype", Attr::makeString(dtypeName(dtype).str()));
+  return c.emit("astype", {Operand::of(x)}, attrs, hint);
+}
+
 Value *onnximport::permute(NodeContext &c, Value *x, const std::vector<int64_t> &axes,
                            const std::string &hint) {
   Attrs attrs;
@@ -98,9 +104,6 @@ struct GridMath {
 
   std::string hint() { return prefix + "_" + std::to_string(counter++); }
   Value *op(llvm::StringRef name, std::vector<Operand> operands, Attrs attrs = {}) {
-    for (const Operand &operand : operands)
-      if (!operand.isLiteral() && !operand.value)
-        return nullptr;
     return c.emit(name, std::move(operands), std::move(attrs), hint());
   }
   Operand lit(double value) { return NodeContext::literal(value, dtype); }
@@ -232,21 +235,16 @@ static bool convertGridSample(NodeContext &c) {
       ty = m.pad(ty, height, padding, alignCorners);
     }
     Value *valid = m.binary("logical_and", m.inside(tx, width), m.inside(ty, height));
-    Attrs toIndex;
-    toIndex.set("dtype", Attr::makeString("i64"));
-    Value *xi = m.op("astype", {Operand::of(m.clip(tx, 0, double(width - 1)))}, toIndex);
-    Value *yi = m.op("astype", {Operand::of(m.clip(ty, 0, double(height - 1)))}, toIndex);
+    Value *xi = castTo(c, m.clip(tx, 0, double(width - 1)), DType::i64, m.hint());
+    Value *yi = castTo(c, m.clip(ty, 0, double(height - 1)), DType::i64, m.hint());
     Value *pixel = m.binary("add", m.binary("multiply", yi, NodeContext::literal(double(width),
                                                                                  DType::i64)),
                             Operand::of(xi));
     Value *index = m.binary("add", base, pixel);
     Value *sample = m.op("take", {Operand::of(x), Operand::of(index)});
     if (weight) {
-      if (dtype != valueType) {
-        Attrs cast;
-        cast.set("dtype", Attr::makeString(dtypeName(valueType).str()));
-        weight = m.op("astype", {Operand::of(weight)}, cast);
-      }
+      if (dtype != valueType)
+        weight = castTo(c, weight, valueType, m.hint());
       sample = m.binary("multiply", sample, weight);
     }
     Value *term = m.op("where", {Operand::of(valid), Operand::of(sample),

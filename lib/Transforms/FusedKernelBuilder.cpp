@@ -145,8 +145,7 @@ std::unique_ptr<Kernel> fusec::buildFusedKernel(const Module &module, const Func
     if (!ok)
       return;
     const Value *result = binding.getResult();
-    if (binding.kind == ExprKind::Constant && result->type.isTensor() &&
-        result->type.getRank() == 0) {
+    if (result->isScalarConstant()) {
       TensorData data = binding.constant->materialize(result->type);
       DType dtype = result->type.getDType();
       scalarOf[result] = isIntDType(dtype) ? KExpr::intLiteral(data.getInt(0), dtype)

@@ -140,10 +140,7 @@ static std::unique_ptr<Binding> cloneBinding(const Binding &binding,
 
 /// Whether `value` is a constant that the function gets a copy of.
 static bool isCopiedConstant(const Value *value, bool bindConstants) {
-  const Binding *binding = value->definingBinding;
-  if (!binding || binding->kind != ExprKind::Constant || !value->type.isTensor())
-    return false;
-  return bindConstants || value->type.getRank() == 0;
+  return bindConstants ? value->isConstant() : value->isScalarConstant();
 }
 
 std::string GroupOutliner::makeFunction(const std::vector<Binding *> &members,

@@ -93,10 +93,13 @@ static void computeSharedStagesOnce(const Kernel &kernel, KSchedule &schedule,
   llvm::StringMap<size_t> indexOf;
   for (size_t i = 0; i < count; ++i)
     indexOf[kernel.stages[i].buffer] = i;
-  auto entryOf = [&](size_t i) { return schedule.find(kernel.stages[i].buffer); };
+  // KSchedule::find searches; the loops below ask once per stage pair.
+  std::vector<StageSchedule *> entries(count);
+  for (size_t i = 0; i < count; ++i)
+    entries[i] = schedule.find(kernel.stages[i].buffer);
   // Stages `lower` materializes for their size are read, not expanded.
   std::vector<KStage> expanded = inlineStagesWhere(kernel, [&](size_t j) {
-    return entryOf(j)->placement == StageSchedule::Inline;
+    return entries[j]->placement == StageSchedule::Inline;
   });
   std::vector<bool> tooLarge(count);
   for (size_t i = 0; i < count; ++i)
@@ -105,13 +108,13 @@ static void computeSharedStagesOnce(const Kernel &kernel, KSchedule &schedule,
   // by it, and stay inlined into it.
   for (size_t s = count; s-- > 0;) {
     const KStage &shared = kernel.stages[s];
-    StageSchedule *entry = entryOf(s);
+    StageSchedule *entry = entries[s];
     if (!entry || entry->placement != StageSchedule::Inline)
       continue;
     std::vector<bool> substituted(count);
     std::map<std::string, const KStage *> inlinedProducers;
     for (size_t j = 0; j < count; ++j) {
-      substituted[j] = j != s && !tooLarge[j] && entryOf(j)->placement == StageSchedule::Inline;
+      substituted[j] = j != s && !tooLarge[j] && entries[j]->placement == StageSchedule::Inline;
       if (substituted[j] && j < s)
         inlinedProducers[kernel.stages[j].buffer] = &kernel.stages[j];
     }
@@ -142,31 +145,31 @@ static void computeSharedStagesOnce(const Kernel &kernel, KSchedule &schedule,
         };
     for (size_t i = s + 1; i < count; ++i)
       visit(*kernel.stages[i].body, true, reads[i], evaluated[i]);
-    const KStage *reader = nullptr;
+    size_t reader = count; // none yet
     int64_t readCount = 0;
     bool single = true;
     for (size_t i = s + 1; i < count; ++i) {
-      const StageSchedule *readerEntry = entryOf(i);
+      const StageSchedule *readerEntry = entries[i];
       if (!reads[i] || readerEntry->placement == StageSchedule::Inline)
         continue;
       // A read under a condition (padding, a clamped gather) may be at an
       // index that only the condition keeps in range: computing it ahead
       // would load out of bounds.
-      single &= !reader && readerEntry->placement == StageSchedule::Root &&
+      single &= reader == count && readerEntry->placement == StageSchedule::Root &&
                 readerEntry->mapping.kind == StageMapping::Flat &&
                 evaluated[i] == reads[i];
-      reader = &kernel.stages[i];
+      reader = i;
       readCount = reads[i];
     }
-    if (!reader || !single || readCount < 2)
+    if (reader == count || !single || readCount < 2)
       continue;
     entry->placement = StageSchedule::ComputeAt;
-    entry->consumer = reader->buffer;
+    entry->consumer = kernel.stages[reader].buffer;
     entry->level = StageSchedule::Thread;
-    schedule.find(reader->buffer)->mapping.vector = 1;
+    entries[reader]->mapping.vector = 1;
     if (cost.pass && cost.pass->remarks)
       *cost.pass->remarks << "remark: schedule: @" << kernel.name << ": %" << shared.buffer
-                          << " -> %" << reader->buffer << ": compute_at thread (read "
+                          << " -> %" << kernel.stages[reader].buffer << ": compute_at thread (read "
                           << readCount << " times per element, " << llvm::format("%.0f", work)
                           << " FMA slots each: computed once into a register, not inlined at "
                              "every read)\n";

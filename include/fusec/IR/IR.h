@@ -237,6 +237,11 @@ struct Value {
   Type type;
   llvm::SMLoc loc;
   Binding *definingBinding = nullptr; // null for parameters
+
+  /// Whether a `constant` binding defines this value as a tensor (isScalar:
+  /// a 0-d one, which fusion copies into a fused kernel as a literal).
+  bool isConstant() const;
+  bool isScalarConstant() const { return isConstant() && type.getRank() == 0; }
 };
 
 /// An operand: a value, or a scalar literal (`multiply(%x, 0.5)`).

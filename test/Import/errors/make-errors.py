@@ -196,12 +196,15 @@ def main():
         [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
         [vi("x", [2, 3])], [vi("y", [2, 3])], [bad], check=False))
 
-    # External data in a file that is not there.
-    save("external_missing", model(
-        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
-        [vi("x", [4])], [vi("y", [4])],
-        [external_tensor(location="missing-weights.bin", offset="0", length="16")],
-        check=False))
+    # External data in a file that is not there, and outside the model's
+    # directory: up and out, absolute.
+    for name, location in (("external_missing", "missing-weights.bin"),
+                           ("external_escapes", "../../../../etc/passwd"),
+                           ("external_absolute", "/etc/passwd")):
+        save(name, model(
+            [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+            [vi("x", [4])], [vi("y", [4])],
+            [external_tensor(location=location, offset="0", length="16")], check=False))
 
     # An initializer defined twice, the default domain imported twice
     # (invalid, were read: the last won), and an output declared INT64 that
@@ -219,24 +222,19 @@ def main():
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],
         [vi("x", [2])], [vi("y", [2], TensorProto.INT64)], check=False))
 
+    # TopK above k = 64 ranks every element against every other: not along
+    # an axis longer than 4096 (16 M comparisons per row).
+    save("topk_long_axis", model(
+        [helper.make_node("TopK", ["x", "k"], ["v", "i"], name="topk")],
+        [vi("x", [5000])], [vi("v", [100]), vi("i", [100], TensorProto.INT64)],
+        [const("k", np.array([100], np.int64))]))
+
     # A uint8 graph output (a mask kept as bytes): fusec has no uint8.
     save("uint8_output", model(
         [helper.make_node("Identity", ["bytes"], ["y"], name="id"),
          helper.make_node("Relu", ["x"], ["z"], name="relu")],
         [vi("x", [2])], [vi("y", [2], TensorProto.UINT8), vi("z", [2])],
         [const("bytes", np.array([1, 200], np.uint8))], check=False))
-
-    # External data outside the model's directory: up and out, absolute.
-    save("external_escapes", model(
-        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
-        [vi("x", [4])], [vi("y", [4])],
-        [external_tensor(location="../../../../etc/passwd", offset="0", length="16")],
-        check=False))
-    save("external_absolute", model(
-        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
-        [vi("x", [4])], [vi("y", [4])],
-        [external_tensor(location="/etc/passwd", offset="0", length="16")],
-        check=False))
 
     # Split sizes 2 + 3 of an axis of 6 (valid ONNX structurally).
     save("split_sizes", model(

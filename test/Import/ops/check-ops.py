@@ -817,6 +817,30 @@ for largest in (1, 0):
             nodes.append(helper.make_node("Identity", ["values"], ["y"]))
         run_model("topk_%s_%s" % ("largest" if largest else "smallest", output), nodes, ranked,
                   [numpy_helper.from_array(np.array([3], np.int64), "k")], expected)
+# TopK above k = 64 (a sort), built from ranks instead of rounds: the same
+# order on 150 values with many ties, NaNs and an infinity, along the last
+# axis and axis 0, as f32, f16 (x cast first) and int64 (no NaN there).
+sort_rng = np.random.default_rng(3)  # apart: the cases after keep their data
+wide = sort_rng.integers(-20, 20, (3, 150)).astype(np.float32)
+wide[0, [5, 70, 149]] = np.nan
+wide[2, 10] = np.inf
+integral = sort_rng.integers(-5, 5, (2, 90)).astype(np.float32)
+for label, data, dtype, k, axis, largest in (
+        ("f32_largest", wide, TensorProto.FLOAT, 100, 1, 1),
+        ("f32_smallest", wide, TensorProto.FLOAT, 120, 1, 0),
+        ("f32_largest_axis0", np.ascontiguousarray(wide.T), TensorProto.FLOAT, 150, 0, 1),
+        ("f16_smallest", wide, TensorProto.FLOAT16, 65, 1, 0),
+        ("i64_largest", integral, TensorProto.INT64, 90, 1, 1)):
+    rows = np.moveaxis(data, axis, -1)
+    order = np.moveaxis(np.array([topk_order(row, largest)[:k] for row in rows]), -1, axis)
+    for output, expected in (("values", np.take_along_axis(data, order, axis)),
+                             ("indices", order.astype(np.float32))):
+        nodes = [helper.make_node("Cast", ["x"], ["typed"], to=dtype),
+                 helper.make_node("TopK", ["typed", "k"], ["values", "indices"], axis=axis,
+                                  largest=largest),
+                 helper.make_node("Cast", [output], ["y"], to=TensorProto.FLOAT)]
+        run_model("topk_sort_%s_%s" % (label, output), nodes, data,
+                  [numpy_helper.from_array(np.array([k], np.int64), "k")], expected)
 # An index out of range along its own dim is a run-time error, never a
 # read of the neighbouring row (the flat index used to land there).
 table = np.arange(12, dtype=np.float32).reshape(3, 4)

@@ -9,7 +9,8 @@
 // registry's inference, whose message is reported against the node.
 //
 // Algorithm:
-//   1. parse the file (protobuf-lite) and pick the default domain's opset;
+//   1. parse the file (protobuf-lite), inline the model's local functions
+//      (ONNXFunctions.cpp) and pick the default domain's opset;
 //   2. initializers become constants (TensorData, not yet bindings);
 //   3. the other graph inputs become parameters; a dim with a name becomes
 //      a symbolic dim of that (sanitized) name;
@@ -642,7 +643,7 @@ std::unique_ptr<Module> fusec::importONNX(llvm::StringRef path, const ONNXImport
                                     : "\\x" + llvm::utohexstr(c, true, 2);
     return text;
   };
-  if (!importer.run(model)) {
+  if (!inlineLocalFunctions(model, importer.error) || !importer.run(model)) {
     error = printable(importer.error);
     return nullptr;
   }

@@ -344,6 +344,10 @@ public:
                     std::string &problem);
 };
 
+/// Replaces every call of one of `model`'s local functions, in the graph and
+/// its subgraphs, by the function's body (ONNXFunctions.cpp). Sets `error`
+/// on failure.
+bool inlineLocalFunctions(onnx::ModelProto &model, std::string &error);
 /// TensorProto contents (ONNXTensors.cpp): raw or typed fields, or external
 /// data relative to `modelDirectory`. Sets `error` on failure.
 std::shared_ptr<TensorData> readTensor(const onnx::TensorProto &tensor,

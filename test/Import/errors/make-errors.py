@@ -222,6 +222,37 @@ def main():
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],
         [vi("x", [2])], [vi("y", [2], TensorProto.INT64)], check=False))
 
+    # Model-local functions that cannot be inlined.
+    def with_functions(nodes, functions):
+        m = model(nodes, [vi("x", [4])], [vi("y", [4])],
+                  extra_opsets=[helper.make_opsetid("local", 1)], check=False)
+        m.functions.extend(functions)
+        return m
+
+    def function(name, nodes, attributes=(), opset=OPSET, inputs=("a",), outputs=("b",)):
+        return helper.make_function("local", name, list(inputs), list(outputs), nodes,
+                                    [helper.make_opsetid("", opset),
+                                     helper.make_opsetid("local", 1)], list(attributes))
+
+    relu_body = [helper.make_node("Relu", ["a"], ["b"])]
+    call = lambda name="F", **attrs: helper.make_node(name, ["x"], ["y"], name="call",
+                                                      domain="local", **attrs)
+    save("function_recursive", with_functions([call()], [function("F", [
+        helper.make_node("G", ["a"], ["b"], domain="local")]), function("G", [
+            helper.make_node("F", ["a"], ["b"], domain="local")])]))
+    save("function_undeclared_attr", with_functions([call(alpha=0.5)],
+                                                    [function("F", relu_body)]))
+    save("function_extra_input", with_functions(
+        [helper.make_node("F", ["x", "x"], ["y"], name="call", domain="local")],
+        [function("F", relu_body)]))
+    save("function_twice", with_functions([call()], [function("F", relu_body)] * 2))
+    save("function_other_opset", with_functions([call()], [function("F", relu_body, opset=13)]))
+    # Each function calls the one below twice: 2^30 Relus once expanded.
+    doubling = [function("F0", relu_body)] + [function("F%d" % i, [
+        helper.make_node("F%d" % (i - 1), ["a"], ["t"], domain="local"),
+        helper.make_node("F%d" % (i - 1), ["t"], ["b"], domain="local")]) for i in range(1, 31)]
+    save("function_doubling", with_functions([call("F30")], doubling))
+
     # TopK above k = 64 ranks every element against every other: not along
     # an axis longer than 4096 (16 M comparisons per row).
     save("topk_long_axis", model(

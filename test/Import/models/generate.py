@@ -27,6 +27,10 @@ Models:
                       dynamic dims "batch" and "seq" (traced at [2,8,64]): its
                       attention views [seq, batch * heads, 16]; the reference
                       input/output use [3,5,64]. Opset 17.
+  transformer_functions transformer_mini (same weights and input) exported
+                      with each TransformerEncoderLayer and MultiheadAttention
+                      as a model-local function (IR version 8) that the graph
+                      calls. Opset 17.
   inception_mini      a 3x3 conv stem, GoogLeNet's ceil_mode max pool,
                       torchvision's InceptionA (whose 3x3 average pool counts
                       its padding: PyTorch exports a Pad and an AveragePool)
@@ -207,6 +211,10 @@ MODELS = [
     ("transformer_dynamic", make_transformer, 16, (3, 5, 64), 17,
      {"dynamic_axes": {"input": {0: "batch", 1: "seq"}, "output": {0: "batch", 1: "seq"}}},
      (2, 8, 64)),
+    # transformer_mini's model, weights and input, each encoder layer (and the
+    # attention in it) exported as a model-local function that the graph calls
+    ("transformer_functions", make_transformer, 12, (2, 8, 64), 17,
+     {"export_modules_as_functions": {nn.TransformerEncoderLayer, nn.MultiheadAttention}}, None),
 ]
 
 
@@ -229,14 +237,49 @@ def _conv_pads(pads, nd):
 
 
 def run_onnx(model, feeds):
-    import torch.nn.functional as F
     from onnx import numpy_helper
     env = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     env.update(feeds)
-    for node in model.graph.node:
+    functions = {(f.domain, f.name): f for f in model.functions}
+    run_nodes(model.graph.node, env, functions)
+    return [env[o.name] for o in model.graph.output]
+
+
+def call_function(function, node, x, functions):
+    """A call of a model-local function: its body in a scope of its own, each
+    attribute that refers to the call's (ref_attr_name) replaced by it."""
+    given = {a.name: a for a in node.attribute}
+    body = []
+    for inner in function.node:
+        inner = onnx.NodeProto.FromString(inner.SerializeToString())
+        attrs = []
+        for attr in inner.attribute:
+            if attr.ref_attr_name:
+                if attr.ref_attr_name not in given:
+                    continue
+                bound = onnx.AttributeProto.FromString(given[attr.ref_attr_name].SerializeToString())
+                bound.name = attr.name
+                attr = bound
+            attrs.append(attr)
+        del inner.attribute[:]
+        inner.attribute.extend(attrs)
+        body.append(inner)
+    scope = {formal: value for formal, value in zip(function.input, x)}
+    run_nodes(body, scope, functions)
+    return [scope[name] for name in function.output]
+
+
+def run_nodes(nodes, env, functions):
+    import torch.nn.functional as F
+    from onnx import numpy_helper
+    for node in nodes:
         a = _attrs(node)
         x = [env[n] if n else None for n in node.input]
         op = node.op_type
+        if (node.domain, op) in functions:
+            results = call_function(functions[(node.domain, op)], node, x, functions)
+            env.update(zip(node.output, results))
+            continue
         if op == "Constant":
             y = numpy_helper.to_array(a["value"])
         elif op == "Identity":
@@ -347,7 +390,6 @@ def run_onnx(model, feeds):
         if y.dtype == np.float64:
             y = y.astype(np.float32)
         env[node.output[0]] = y
-    return [env[o.name] for o in model.graph.output]
 
 
 def shape_str(vi):
@@ -360,7 +402,11 @@ def shape_str(vi):
 
 def check_standard_ops(model, name):
     bad = []
-    for n in model.graph.node:
+    functions = {(f.domain, f.name) for f in model.functions}
+    nodes = list(model.graph.node) + [n for f in model.functions for n in f.node]
+    for n in nodes:
+        if (n.domain, n.op_type) in functions:
+            continue
         if n.domain not in ("", "ai.onnx"):
             bad.append("%s::%s" % (n.domain, n.op_type))
         elif not onnx.defs.has(n.op_type):
@@ -423,6 +469,11 @@ def generate(name, factory, in_seed, in_shape, opset, kwargs, export_shape):
     lines.append("ops:")
     for op in sorted(counts):
         lines.append("  %s %d" % (op, counts[op]))
+    for function in m.functions:
+        body = collections.Counter(n.op_type for n in function.node)
+        lines.append("function %s.%s:" % (function.domain, function.name))
+        for op in sorted(body):
+            lines.append("  %s %d" % (op, body[op]))
     with open(os.path.join(HERE, name + ".ops.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -21,15 +21,19 @@ failures = 0
 
 
 def run_model(name, nodes, x, inits, expected, opset=13, levels=([], ["-O2"]), external=False,
-              suffix="", x_dims=None, tolerance=1e-6):
+              suffix="", x_dims=None, tolerance=1e-6, functions=()):
     """Builds the graph `nodes` (input x, declared with `x_dims` or x's shape,
-    output y), imports it at each level, runs it on x and compares y with
-    `expected`; `suffix` is printed after the result (`ok`, or `FAIL ...`)."""
+    output y; `functions`, model-local functions it calls), imports it at
+    each level, runs it on x and compares y with `expected`; `suffix` is
+    printed after the result (`ok`, or `FAIL ...`)."""
     global failures
     graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(
         "x", TensorProto.FLOAT, x_dims or list(x.shape))], [helper.make_tensor_value_info(
             "y", TensorProto.FLOAT, None)], initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    domains = sorted({f.domain for f in functions})
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)] +
+                              [helper.make_opsetid(d, 1) for d in domains],
+                              functions=list(functions))
     path = os.path.join(work, name + ".onnx")
     if external:  # the initializers in a file beside the model
         onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
@@ -1410,5 +1414,50 @@ for label, exponent in (("pow_int_float_exponent", [3.0, 2.0, 0.5, 0.5, 1.5, 0.2
 for label, alpha in (("leakyrelu_alpha_above_1", 1.5), ("leakyrelu_alpha_negative", -0.5)):
     check(label, "LeakyRelu", x, [], {"alpha": alpha},
           np.where(x < 0, np.float32(alpha) * x, x))
+
+# Model-local functions (IR version 8), inlined at import.
+def local_function(name, inputs, outputs, nodes, attributes=(), opset=13):
+    return helper.make_function("local", name, inputs, outputs, nodes,
+                                [helper.make_opsetid("", opset), helper.make_opsetid("local", 1)],
+                                list(attributes))
+
+
+def call(name, inputs, outputs, node_name, **attrs):
+    return helper.make_node(name, inputs, outputs, name=node_name, domain="local", **attrs)
+
+
+def leaky_ref(v, alpha):
+    return np.where(v < 0, np.float32(alpha) * v, v).astype(np.float32)
+
+
+# An attribute given by the call (ref_attr_name), one the call omits (the
+# body's operator takes its default, alpha 0.01), an optional output the
+# call leaves out, and two calls (their inner names kept apart).
+leaky_node = helper.make_node("LeakyRelu", ["a"], ["t"])
+ref = onnx.AttributeProto(name="alpha", ref_attr_name="slope", type=onnx.AttributeProto.FLOAT)
+leaky_node.attribute.append(ref)
+leaky = local_function("ScaledLeaky", ["a", "s"], ["r", "unused"], [
+    leaky_node, helper.make_node("Mul", ["t", "s"], ["r"]),
+    helper.make_node("Neg", ["t"], ["unused"])], attributes=["slope"])
+two = numpy_helper.from_array(np.float32(2), "two")
+run_model("function_attribute_ref", [
+    call("ScaledLeaky", ["x", "two"], ["h"], "first", slope=0.5),
+    call("ScaledLeaky", ["h", "two"], ["y"], "second")], x, [two],
+    leaky_ref(leaky_ref(x, 0.5) * 2, 0.01) * 2, functions=[leaky])
+# A function calling a function, an If in a function body reading the
+# function's input from its branch, and a formal output that is a formal
+# input (the call's output is that input).
+branch = lambda out, nodes: helper.make_graph(
+    nodes, "branch_" + out, [], [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)])
+cond_abs = local_function("CondAbs", ["v", "c"], ["w", "v"], [
+    helper.make_node("If", ["c"], ["w"],
+                     then_branch=branch("w_then", [helper.make_node("Abs", ["v"], ["w_then"])]),
+                     else_branch=branch("w_else", [helper.make_node("Neg", ["v"], ["w_else"])]))])
+outer = local_function("Outer", ["p"], ["q"], [
+    helper.make_node("Constant", [], ["yes"], value=numpy_helper.from_array(np.bool_(True))),
+    call("CondAbs", ["p", "yes"], ["m", "same"], "inner"),
+    helper.make_node("Add", ["m", "same"], ["q"])])
+run_model("function_nested_if", [call("Outer", ["x"], ["y"], "outer")], x, [],
+          np.abs(x) + x, functions=[outer, cond_abs])
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

@@ -206,6 +206,10 @@ bool defineBroadcast(NodeContext &c, Value *x, const std::vector<SymbolicSize> &
 /// normalizations over plain dims, MatMul, Gemm, Transpose, Reshape,
 /// Flatten, Shape; otherwise reports why not (ONNXGrouped.cpp).
 bool convertGroupedNode(NodeContext &c, bool (*convert)(NodeContext &));
+/// start + i * step, for i below the symbolic dim `symbol`, as `dtype`: a
+/// call of a kernel that a graph input with that dim binds (ONNXOpsFill.cpp).
+Value *emitSymbolicRange(NodeContext &c, const std::string &symbol, double start, double step,
+                         DType dtype);
 bool foldSymbolicEqual(NodeContext &c);
 bool foldSymbolicWhere(NodeContext &c);
 
@@ -328,6 +332,8 @@ public:
   /// The runs of the values (in `values`) that are grouped.
   std::map<std::string, AxisRuns> groupedRuns;
   std::set<std::string> takenNames;
+  /// The kernels emitSymbolicRange made, by what they compute.
+  std::map<std::string, std::string> rangeKernels;
   /// uint8 constants (read widened to i32) and QuantizeLinear's results
   /// (quantized integers in a float type): only the QDQ operators may read
   /// them (ONNXOpsQuantize.cpp).

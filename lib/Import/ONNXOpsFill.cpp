@@ -3,7 +3,9 @@
 // Expand -> broadcast_to (ONNX broadcasts both ways: the result shape is
 // computed); ConstantOfShape -> a constant (a splat beyond 64 elements; a
 // 0-d splat broadcast_to the shape when it names a symbolic dim);
-// Range with constant inputs -> a constant; Tile -> per repeated axis
+// Range with constant inputs -> a constant; with a symbolic limit (start 0,
+// delta 1: GPT-2's position ids, arange(seq)) -> a call of a kernel whose
+// stage casts its index (emitSymbolicRange); Tile -> per repeated axis
 // expand_dims, broadcast_to and reshape ([n] -> [1, n] -> [r, n] -> [r n],
 // which repeats the whole axis); Pad (static shapes): `constant` mode
 // crops negative pads with strided_slice and concatenates splats of the
@@ -110,15 +112,102 @@ static bool convertConstantOfShape(NodeContext &c) {
   return true;
 }
 
+Value *onnximport::emitSymbolicRange(NodeContext &c, const std::string &symbol, double start,
+                                     double step, DType dtype) {
+  // FIR has no graph-level iota; a kernel's stage can cast its index. Its
+  // symbolic dim is bound by a graph input that has it, passed and not read
+  // (as legalize passes dim carriers: TVM's tir_vars).
+  Function &function = *c.importer.function;
+  auto carrier = llvm::find_if(function.params, [&](const std::unique_ptr<Value> &param) {
+    return param->type.isTensor() &&
+           llvm::any_of(param->type.getShape(),
+                        [&](const Dim &dim) { return dim.isSymbolic() && dim.symbol == symbol; });
+  });
+  if (carrier == function.params.end())
+    return c.fail("no graph input has the dim '" + symbol + "' that sizes this range (--dim " +
+                  symbol + "=SIZE fixes its size)"),
+           nullptr;
+  auto kernel = std::make_unique<Kernel>();
+  kernel->inputs.push_back(KBuffer{"n", (*carrier)->type, KBuffer::Input, {}});
+  kernel->outputs.push_back(
+      KBuffer{"out", Type::tensor(dtype, {Dim::named(symbol)}), KBuffer::Output, {}});
+  KExprPtr index = KExpr::var("i0"), body;
+  if (isFloatDType(dtype)) {
+    DType compute = computeDType(dtype);
+    body = KExpr::call("add", {KExpr::literal(start, compute),
+                               KExpr::call("multiply", {KExpr::cast(index, compute),
+                                                        KExpr::literal(step, compute)},
+                                           compute)},
+                       compute);
+    body = castTo(body, dtype);
+  } else {
+    body = KExpr::cast(foldIndex(KExpr::Add, KExpr::intConst(int64_t(start)),
+                                 foldIndex(KExpr::Mul, index, KExpr::intConst(int64_t(step)))),
+                       dtype);
+  }
+  KStage stage;
+  stage.buffer = "out";
+  stage.spatialVars = {"i0"};
+  stage.body = body;
+  kernel->stages.push_back(std::move(stage));
+  kernel->name = "range";
+  auto [named, added] = c.importer.rangeKernels.try_emplace(printKernel(*kernel));
+  if (added) {
+    std::string base = "range_" + symbol;
+    named->second = base;
+    for (int suffix = 1; llvm::any_of(c.importer.module.kernels, [&](const auto &other) {
+           return other->name == named->second;
+         });)
+      named->second = base + "_" + std::to_string(suffix++);
+    kernel->name = named->second;
+  }
+  auto binding = std::make_unique<Binding>();
+  binding->kind = ExprKind::CallKernel;
+  binding->callee = named->second;
+  binding->operands.push_back(Operand::of(carrier->get()));
+  binding->result = std::make_unique<Value>();
+  binding->result->type = kernel->getResultType();
+  if (added)
+    c.importer.module.kernels.push_back(std::move(kernel));
+  std::string problem;
+  return c.importer.addBinding(std::move(binding), c.node.output(0), problem);
+}
+
+/// Range(start, limit, delta) whose limit is a symbolic dim: start 0 and
+/// delta 1 make its length the dim (arange(seq)); other forms need --dim.
+static bool convertSymbolicRange(NodeContext &c, const std::vector<ShapeValue> &inputs) {
+  auto staticScalar = [](const ShapeValue &value) -> std::optional<int64_t> {
+    if (value.elements.size() != 1 || !value.elements[0].isStatic())
+      return std::nullopt;
+    return value.elements[0].size;
+  };
+  std::optional<int64_t> start = staticScalar(inputs[0]), delta = staticScalar(inputs[2]);
+  const SymbolicSize &limit = inputs[1].elements.size() == 1 ? inputs[1].elements[0]
+                                                             : SymbolicSize::of(0);
+  std::optional<Dim> length = limit.asDim();
+  for (size_t i = 0; i < 3; ++i)
+    if (const std::string *symbol = inputs[i].firstSymbol();
+        symbol && (i != 1 || start != 0 || delta != 1 || !length || length->isStatic()))
+      return c.fail(std::string(i == 0 ? "start" : i == 1 ? "limit" : "delta") +
+                    " (input " + std::to_string(i) + ") involves the symbolic dim '" + *symbol +
+                    "'; a range over a symbolic dim must start at 0 with delta 1 (--dim " +
+                    *symbol + "=SIZE fixes its size)");
+  Value *range = emitSymbolicRange(c, length->symbol, 0, 1, inputs[1].dtype);
+  return range && (c.define(0, range), true);
+}
+
 static bool convertRange(NodeContext &c) {
   const TensorData *start = c.constant(0), *limit = c.constant(1), *delta = c.constant(2);
+  std::vector<ShapeValue> shapes;
   for (size_t i = 0; i < 3; ++i)
     if (std::optional<ShapeValue> value = c.shapeValue(i))
-      if (const std::string *symbol = value->firstSymbol())
-        return c.fail(std::string(i == 0 ? "start" : i == 1 ? "limit" : "delta") +
-                      " (input " + std::to_string(i) + ") is the symbolic dim '" + *symbol +
-                      "'; a range's length must be static (--dim " + *symbol +
-                      "=SIZE fixes its size)");
+      shapes.push_back(*value);
+  if (shapes.size() == 3 && llvm::any_of(shapes, [](const ShapeValue &v) { return !v.isStatic(); }))
+    return convertSymbolicRange(c, shapes);
+  for (const ShapeValue &value : shapes)
+    if (const std::string *symbol = value.firstSymbol())
+      return c.fail("a range's bounds involve the symbolic dim '" + *symbol +
+                    "' beside a computed bound (--dim " + *symbol + "=SIZE fixes its size)");
   if (!start || !limit || !delta || start->getNumElements() != 1 ||
       limit->getNumElements() != 1 || delta->getNumElements() != 1)
     return c.fail("start, limit and delta must be one-element constants");

@@ -271,8 +271,20 @@ static bool convertSlice(NodeContext &c) {
   bool attributes = c.opset < 10; // starts, ends and axes attributes
   std::optional<std::vector<int64_t>> starts =
       attributes ? c.attrInts("starts") : c.ints(1, "starts");
-  std::optional<std::vector<int64_t>> ends =
-      attributes ? c.attrInts("ends") : starts ? c.ints(2, "ends") : std::nullopt;
+  // An end that is a symbolic dim: a static buffer cut to a sequence's
+  // length (BERT's position_ids[:, :seq], GPT-2's causal mask), taken below.
+  std::vector<std::optional<SymbolicSize>> symbolicEnds;
+  std::optional<std::vector<int64_t>> ends;
+  std::optional<ShapeValue> endShape = attributes ? std::nullopt : c.shapeValue(2);
+  if (starts && endShape && !endShape->isStatic() && !foldable(c)) {
+    ends.emplace();
+    for (const SymbolicSize &end : endShape->elements) {
+      symbolicEnds.push_back(end.isSymbolic() ? std::optional<SymbolicSize>(end) : std::nullopt);
+      ends->push_back(end.isSymbolic() ? 0 : end.size);
+    }
+  } else {
+    ends = attributes ? c.attrInts("ends") : starts ? c.ints(2, "ends") : std::nullopt;
+  }
   if (!starts || !ends)
     return attributes ? c.fail("starts and ends are required") : false;
   std::vector<int64_t> axes, steps(starts->size(), 1);
@@ -324,16 +336,45 @@ static bool convertSlice(NodeContext &c) {
   if (!x)
     return false;
   int64_t rank = x->type.getRank();
+  auto dropEntry = [&](size_t k) {
+    axes.erase(axes.begin() + k);
+    starts->erase(starts->begin() + k);
+    ends->erase(ends->begin() + k);
+    steps.erase(steps.begin() + k);
+  };
+  // x[..., 0:seq] of a static dim takes the indices arange(seq): the
+  // result's dim is seq, which must then not exceed the dim (a larger one
+  // reads out of range: an error in the interpreter, clamped on a GPU).
+  for (size_t k = symbolicEnds.size(); k-- > 0;) {
+    if (!symbolicEnds[k])
+      continue;
+    int64_t axis = axes[k] < 0 ? axes[k] + rank : axes[k];
+    std::optional<Dim> end = symbolicEnds[k]->asDim();
+    if (axis < 0 || axis >= rank)
+      return c.fail("axes entry " + std::to_string(axes[k]) + " is out of range for rank " +
+                    std::to_string(rank));
+    const Dim &dim = x->type.getShape()[axis];
+    if (!end || (*starts)[k] != 0 || steps[k] != 1 || (dim.isSymbolic() && dim != *end))
+      return c.fail("ends entry " + std::to_string(k) + " is " + symbolicEnds[k]->str() +
+                    ": a symbolic end is supported from start 0 with step 1 on a static "
+                    "dim or the same dim (" + dimOptions({*symbolicEnds[k]}) +
+                    " fixes its size)");
+    if (dim.isStatic()) {
+      Value *indices = emitSymbolicRange(c, end->symbol, 0, 1, DType::i64);
+      Attrs attrs;
+      attrs.set("axis", Attr::makeInt(axis));
+      x = indices ? c.emit("take", {Operand::of(x), Operand::of(indices)}, attrs) : nullptr;
+      if (!x)
+        return false;
+    }
+    dropEntry(k);
+  }
   for (size_t k = axes.size(); k-- > 0;) {
     int64_t axis = axes[k] < 0 ? axes[k] + rank : axes[k];
     bool whole = steps[k] == 1 && ((*starts)[k] == 0 || (*starts)[k] <= -kMaxDimSize) &&
                  (*ends)[k] >= kMaxDimSize;
-    if (axis >= 0 && axis < rank && x->type.getShape()[axis].isSymbolic() && whole) {
-      axes.erase(axes.begin() + k);
-      starts->erase(starts->begin() + k);
-      ends->erase(ends->begin() + k);
-      steps.erase(steps.begin() + k);
-    }
+    if (axis >= 0 && axis < rank && x->type.getShape()[axis].isSymbolic() && whole)
+      dropEntry(k);
   }
   if (axes.empty())
     return c.define(0, x), true;

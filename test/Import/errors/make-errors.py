@@ -222,6 +222,22 @@ def main():
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],
         [vi("x", [2])], [vi("y", [2], TensorProto.INT64)], check=False))
 
+    # A symbolic range or slice end not from 0 (its length, seq - 1, is no
+    # FIR dim).
+    seq_len = [helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+               helper.make_node("Gather", ["shape", "zero"], ["n"], name="n", axis=0)]
+    save("range_symbolic_from_one", model(seq_len + [
+        helper.make_node("Range", ["one", "n", "one"], ["r"], name="range"),
+        helper.make_node("Cast", ["r"], ["y"], name="cast", to=F32)],
+        [vi("x", ["seq"])], [vi("y", ["seq"])],
+        [const("zero", np.int64(0)), const("one", np.int64(1))]))
+    save("slice_symbolic_end_from_one", model(seq_len + [
+        helper.make_node("Unsqueeze", ["n", "axes"], ["ends"], name="ends"),
+        helper.make_node("Slice", ["table", "axes1", "ends"], ["y"], name="slice")],
+        [vi("x", ["seq"])], [vi("y", [None])],
+        [const("zero", np.int64(0)), const("axes", np.int64([0])),
+         const("axes1", np.int64([1])), const("table", np.ones(8, np.float32))]))
+
     # Model-local functions that cannot be inlined.
     def with_functions(nodes, functions):
         m = model(nodes, [vi("x", [4])], [vi("y", [4])],
@@ -357,7 +373,8 @@ def main():
         [helper.make_node("CumSum", ["x", "axis"], ["y"], name="cumsum")],
         [vi("x", [2, "n"])], [vi("y", None)], [const("axis", np.int64(1))], check=False))
 
-    # torch.arange(x.size(1)) on a dynamic seq: a range of symbolic length.
+    # torch.arange(x.size(1)) on a dynamic seq: a range of symbolic length
+    # (an error once, imported now: errors.test checks its kernel).
     save("range_symbolic", model(
         [helper.make_node("Shape", ["x"], ["s"]),
          helper.make_node("Gather", ["s", "one"], ["n"], axis=0),

@@ -27,6 +27,12 @@ Models:
                       dynamic dims "batch" and "seq" (traced at [2,8,64]): its
                       attention views [seq, batch * heads, 16]; the reference
                       input/output use [3,5,64]. Opset 17.
+  gpt_mini_dynamic    two GPT-2 blocks (d_model 32, 4 heads, a fused q/k/v
+                      projection, tanh GELU) over embedded inputs, with the
+                      dynamic dims "batch" and "seq" (traced at [2,7,32]):
+                      positions from arange(seq), the causal mask sliced from
+                      a [1,1,64,64] buffer to [seq, seq]; the reference
+                      input/output use [3,11,32]. Opset 17.
   transformer_functions transformer_mini (same weights and input) exported
                       with each TransformerEncoderLayer and MultiheadAttention
                       as a model-local function (IR version 8) that the graph
@@ -189,6 +195,57 @@ class MiniInception(nn.Module):
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
 
 
+class CausalSelfAttention(nn.Module):
+    """GPT-2's attention: one fused q/k/v projection, a causal mask sliced
+    from a [1, 1, 64, 64] buffer to the sequence's length."""
+
+    def __init__(self, d=32, heads=4, max_positions=64):
+        super().__init__()
+        self.c_attn, self.c_proj, self.heads = nn.Linear(d, 3 * d), nn.Linear(d, d), heads
+        self.register_buffer("bias", torch.tril(torch.ones(max_positions, max_positions,
+                                                           dtype=torch.bool)).view(
+            1, 1, max_positions, max_positions))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        split = lambda t: t.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        q, k, v = split(q), split(k), split(v)
+        w = torch.matmul(q, k.transpose(-1, -2)) / (C // self.heads) ** 0.5
+        query_length, key_length = q.size(-2), k.size(-2)
+        mask = self.bias[:, :, key_length - query_length:key_length, :key_length]
+        w = torch.where(mask, w, torch.tensor(torch.finfo(w.dtype).min, dtype=w.dtype))
+        y = torch.matmul(w.softmax(-1), v).transpose(1, 2).reshape(B, T, C)
+        return self.c_proj(y)
+
+
+class GptMini(nn.Module):
+    """Two GPT-2 blocks over embedded inputs, positions from arange(seq)."""
+
+    def __init__(self, d=32, max_positions=64):
+        super().__init__()
+        torch.manual_seed(5)
+        self.wpe = nn.Embedding(max_positions, d)
+        self.blocks = nn.ModuleList(nn.ModuleDict({
+            "ln_1": nn.LayerNorm(d), "attn": CausalSelfAttention(d),
+            "ln_2": nn.LayerNorm(d), "mlp": nn.Sequential(nn.Linear(d, 4 * d), nn.GELU("tanh"),
+                                                          nn.Linear(4 * d, d))})
+            for _ in range(2))
+        self.ln_f = nn.LayerNorm(d)
+
+    def forward(self, x):
+        positions = torch.arange(0, x.size(1), dtype=torch.long).unsqueeze(0)
+        h = x + self.wpe(positions)
+        for block in self.blocks:
+            h = h + block["attn"](block["ln_1"](h))
+            h = h + block["mlp"](block["ln_2"](h))
+        return self.ln_f(h)
+
+
+def make_gpt():
+    return GptMini()
+
+
 def make_inception():
     torch.manual_seed(5)
     m = MiniInception()
@@ -211,6 +268,9 @@ MODELS = [
     ("transformer_dynamic", make_transformer, 16, (3, 5, 64), 17,
      {"dynamic_axes": {"input": {0: "batch", 1: "seq"}, "output": {0: "batch", 1: "seq"}}},
      (2, 8, 64)),
+    ("gpt_mini_dynamic", make_gpt, 18, (3, 11, 32), 17,
+     {"dynamic_axes": {"input": {0: "batch", 1: "seq"}, "output": {0: "batch", 1: "seq"}}},
+     (2, 7, 32)),
     # transformer_mini's model, weights and input, each encoder layer (and the
     # attention in it) exported as a model-local function that the graph calls
     ("transformer_functions", make_transformer, 12, (2, 8, 64), 17,
@@ -384,6 +444,26 @@ def run_nodes(nodes, env, functions):
             y = np.asarray(x[0]).astype(onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[a["to"]])
         elif op == "Sqrt":
             y = np.sqrt(x[0])
+        elif op == "Squeeze":
+            y = np.squeeze(x[0], axis=tuple(int(v) for v in x[1])) if len(x) > 1 else np.squeeze(x[0])
+        elif op == "Equal":
+            y = np.equal(x[0], x[1])
+        elif op == "Expand":
+            y = x[0] * np.ones([int(v) for v in x[1]], dtype=x[0].dtype)
+        elif op == "Range":
+            y = np.arange(x[0], x[1], x[2], dtype=x[0].dtype)
+        elif op == "Where":
+            y = np.where(x[0], x[1], x[2])
+        elif op == "Tanh":
+            y = np.tanh(x[0])
+        elif op == "Pow":
+            y = np.power(x[0], x[1]).astype(x[0].dtype)
+        elif op == "Split":
+            ax = a.get("axis", 0)
+            sizes = x[1] if len(x) > 1 and x[1] is not None else [x[0].shape[ax] // len(node.output)] * len(node.output)
+            parts = np.split(x[0], np.cumsum(sizes)[:-1], axis=ax)
+            env.update(zip(node.output, parts))
+            continue
         else:
             raise NotImplementedError(op)
         y = np.asarray(y)

@@ -1415,6 +1415,50 @@ for label, alpha in (("leakyrelu_alpha_above_1", 1.5), ("leakyrelu_alpha_negativ
     check(label, "LeakyRelu", x, [], {"alpha": alpha},
           np.where(x < 0, np.float32(alpha) * x, x))
 
+# A symbolic sequence length as a Range's limit and a Slice's end (dynamic
+# GPT-2 and BERT exports): x is [seq, 3], declared with a symbolic seq.
+def seq_length(name, axis=0):
+    return [helper.make_node("Shape", ["x"], [name + "_shape"]),
+            helper.make_node("Slice", [name + "_shape", name + "_at", name + "_after"],
+                             [name + "_len"])], [
+        numpy_helper.from_array(np.int64([axis]), name + "_at"),
+        numpy_helper.from_array(np.int64([axis + 1]), name + "_after")]
+
+
+xs = rng.standard_normal((5, 3)).astype(np.float32)
+table = rng.standard_normal((16, 3)).astype(np.float32)
+length, length_inits = seq_length("n")
+scalar_length = [helper.make_node("Squeeze", ["n_len"], ["n_scalar"])]
+run_model("range_symbolic_limit", length + scalar_length + [
+    helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(np.int64(0))),
+    helper.make_node("Constant", [], ["one"], value=numpy_helper.from_array(np.int64(1))),
+    helper.make_node("Range", ["zero", "n_scalar", "one"], ["positions"]),
+    helper.make_node("Gather", ["table", "positions"], ["rows"], axis=0),
+    helper.make_node("Add", ["x", "rows"], ["y"])], xs,
+    length_inits + [numpy_helper.from_array(table, "table")], xs + table[:5],
+    x_dims=["seq", 3])
+# BERT's position_ids[:, :seq] of a static buffer, and a causal mask cut to
+# [seq, seq] along two axes of a [16, 16] one (the second axis also seq).
+run_model("slice_symbolic_end", length + [
+    helper.make_node("Slice", ["table", "zero1", "n_len", "axis0"], ["cut"]),
+    helper.make_node("Add", ["x", "cut"], ["y"])], xs,
+    length_inits + [numpy_helper.from_array(table, "table"),
+                    numpy_helper.from_array(np.int64([0]), "zero1"),
+                    numpy_helper.from_array(np.int64([0]), "axis0")], xs + table[:5],
+    x_dims=["seq", 3])
+square = rng.standard_normal((4, 4)).astype(np.float32)
+causal = np.tril(np.ones((16, 16), np.bool_))
+run_model("slice_symbolic_mask", length + [
+    helper.make_node("Concat", ["n_len", "n_len"], ["ends"], axis=0),
+    helper.make_node("Slice", ["causal", "zeros2", "ends", "axes01"], ["mask"]),
+    helper.make_node("Where", ["mask", "x", "minus"], ["y"])], square,
+    length_inits + [numpy_helper.from_array(causal, "causal"),
+                    numpy_helper.from_array(np.int64([0, 0]), "zeros2"),
+                    numpy_helper.from_array(np.int64([0, 1]), "axes01"),
+                    numpy_helper.from_array(np.float32(-1e9), "minus")],
+    np.where(np.tril(np.ones((4, 4), np.bool_)), square, np.float32(-1e9)),
+    x_dims=["seq", "seq"])
+
 # Model-local functions (IR version 8), inlined at import.
 def local_function(name, inputs, outputs, nodes, attributes=(), opset=13):
     return helper.make_function("local", name, inputs, outputs, nodes,

@@ -151,7 +151,10 @@ Value *onnximport::emitSymbolicRange(NodeContext &c, const std::string &symbol, 
   stage.body = body;
   kernel->stages.push_back(std::move(stage));
   kernel->name = "range";
-  auto [named, added] = c.importer.rangeKernels.try_emplace(printKernel(*kernel));
+  // (No structured binding: C++17 lambdas cannot capture one.)
+  auto inserted = c.importer.rangeKernels.try_emplace(printKernel(*kernel));
+  auto named = inserted.first;
+  bool added = inserted.second;
   if (added) {
     std::string base = "range_" + symbol;
     named->second = base;

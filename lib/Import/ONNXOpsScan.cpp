@@ -280,9 +280,18 @@ static bool convertTopK(NodeContext &c) {
     return false;
   int64_t a = axis->first, n = axis->second;
   constexpr int64_t kMaxRounds = 64, kMaxRanked = 4096;
-  if (kValue->size() != 1 || (*kValue)[0] < 1 || (*kValue)[0] > n)
-    return c.fail("k must be one value in [1, " + std::to_string(n) + "]");
+  if (kValue->size() != 1 || (*kValue)[0] < 0 || (*kValue)[0] > n)
+    return c.fail("k must be one value in [0, " + std::to_string(n) + "]");
   int64_t k = (*kValue)[0];
+  if (k == 0) { // empty results, the axis of size 0
+    Shape empty = x->type.getShape();
+    empty[size_t(a)] = Dim::of(0);
+    std::string name = c.node.output(0);
+    c.define(0, c.emitSplat(0, x->type.getDType(), empty, name));
+    if (c.hasOutput(1))
+      c.define(1, c.emitSplat(0, DType::i64, empty, name + "_indices"));
+    return true;
+  }
   if (k > kMaxRounds && n > kMaxRanked)
     return c.fail("k = " + std::to_string(k) + " over " + std::to_string(n) +
                   " elements: above 64, fusec ranks the elements against each other, for "

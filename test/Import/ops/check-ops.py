@@ -821,6 +821,12 @@ for largest in (1, 0):
             nodes.append(helper.make_node("Identity", ["values"], ["y"]))
         run_model("topk_%s_%s" % ("largest" if largest else "smallest", output), nodes, ranked,
                   [numpy_helper.from_array(np.array([3], np.int64), "k")], expected)
+# k = 0: empty values and indices (concatenated to x, which they leave as is).
+run_model("topk_k0", [
+    helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=1),
+    helper.make_node("Cast", ["indices"], ["fi"], to=TensorProto.FLOAT),
+    helper.make_node("Concat", ["x", "values", "fi"], ["y"], axis=1)], ranked,
+    [numpy_helper.from_array(np.array([0], np.int64), "k")], ranked)
 # TopK above k = 64 (a sort), built from ranks instead of rounds: the same
 # order on 150 values with many ties, NaNs and an infinity, along the last
 # axis and axis 0, as f32, f16 (x cast first) and int64 (no NaN there).

@@ -67,8 +67,9 @@ std::optional<SymbolicSize> quotientOf(const SymbolicSize &x, const SymbolicSize
 struct ShapeValue {
   std::vector<SymbolicSize> elements;
   bool scalar = false; // a 0-d tensor (one element)
-  /// The integer dtype it materializes as: i64 (Shape's), or a constant's
-  /// own (an i8 or i32 constant folds as shape arithmetic only when i64).
+  /// The dtype it materializes as: i64 (Shape's), or a constant's own (an
+  /// i8 or i32 constant folds as shape arithmetic only when i64), or the
+  /// float type a symbolic one was cast to (which no arithmetic folds).
   DType dtype = DType::i64;
   bool isStatic() const;
   /// The first symbolic dim name among the elements, or null.
@@ -209,7 +210,15 @@ bool convertGroupedNode(NodeContext &c, bool (*convert)(NodeContext &));
 /// start + i * step, for i below the symbolic dim `symbol`, as `dtype`: a
 /// call of a kernel that a graph input with that dim binds (ONNXOpsFill.cpp).
 Value *emitSymbolicRange(NodeContext &c, const std::string &symbol, double start, double step,
-                         DType dtype);
+                         DType dtype, llvm::StringRef nameHint);
+/// A shape value with symbolic elements (seq, batch * 4) as a tensor of its
+/// dtype, [n] or 0-d: a call of a kernel that computes them from its
+/// symbolic dims (ONNXOpsFill.cpp).
+Value *emitShapeValue(NodeContext &c, const ShapeValue &shape, llvm::StringRef nameHint);
+/// 0, 1, ..., n-1 as i64 of shape [n, 1, ..., 1] with `trailing` unit dims,
+/// so that it broadcasts along one axis: a constant, or for a symbolic n a
+/// range kernel's result (ONNXOpsFill.cpp).
+Value *indexVector(NodeContext &c, const Dim &n, int64_t trailing, llvm::StringRef hint);
 bool foldSymbolicEqual(NodeContext &c);
 bool foldSymbolicWhere(NodeContext &c);
 
@@ -332,8 +341,9 @@ public:
   /// The runs of the values (in `values`) that are grouped.
   std::map<std::string, AxisRuns> groupedRuns;
   std::set<std::string> takenNames;
-  /// The kernels emitSymbolicRange made, by what they compute.
-  std::map<std::string, std::string> rangeKernels;
+  /// The kernels emitSymbolicRange and emitShapeValue made (by their text
+  /// under a placeholder name) and their names.
+  std::map<std::string, std::string> indexKernels;
   /// uint8 constants (read widened to i32) and QuantizeLinear's results
   /// (quantized integers in a float type): only the QDQ operators may read
   /// them (ONNXOpsQuantize.cpp).

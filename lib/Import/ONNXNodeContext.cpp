@@ -52,15 +52,15 @@ Value *NodeContext::input(size_t i) {
     return found->second;
   if (importer.constants.count(name))
     return importer.materialize(name);
+  // A shape value read as data (x / x.shape[1], a flattened index): a
+  // tensor computed from the symbolic dims, made once.
   auto shape = importer.shapes.find(name);
-  if (shape != importer.shapes.end())
-    if (const std::string *symbol = shape->second.firstSymbol()) {
-      fail("input '" + name + "' is a shape computation involving the symbolic dim '" +
-           *symbol + "'; only shape inputs (Reshape, Expand) may use it, as a dim of "
-           "fusec's types is a size or one name, never an expression (" +
-           dimOptions(shape->second.elements) + " fixes its size)");
-      return nullptr;
-    }
+  if (shape != importer.shapes.end() && shape->second.firstSymbol()) {
+    Value *value = emitShapeValue(*this, shape->second, name);
+    if (value)
+      importer.values[name] = value;
+    return value;
+  }
   fail("input '" + name + "' is not defined by an earlier node, an initializer or a graph input");
   return nullptr;
 }

@@ -13,7 +13,8 @@
 // (i - begin, clamped or reflected into the axis), which crops too;
 // Trilu (static last two dims) -> where(mask, x, 0) with a constant [N, M]
 // mask keeping j - i >= k (upper) or j - i <= k (lower), which folds on a
-// constant input (a causal attention mask); EyeLike -> a constant (ones
+// constant input (a causal attention mask); over symbolic dims the mask
+// compares index vectors (range kernels); EyeLike -> a constant (ones
 // on the k-th diagonal; only the input's static shape and dtype matter).
 //
 //===----------------------------------------------------------------------===//
@@ -112,25 +113,69 @@ static bool convertConstantOfShape(NodeContext &c) {
   return true;
 }
 
-Value *onnximport::emitSymbolicRange(NodeContext &c, const std::string &symbol, double start,
-                                     double step, DType dtype) {
-  // FIR has no graph-level iota; a kernel's stage can cast its index. Its
-  // symbolic dim is bound by a graph input that has it, passed and not read
-  // (as legalize passes dim carriers: TVM's tir_vars).
+/// A call of a one-stage kernel writing `type` from `body` (over `i0` when
+/// 1-D), whose symbolic dims `symbols` are bound by graph inputs that have
+/// them, passed and not read (as legalize passes dim carriers: TVM's
+/// tir_vars). FIR has no graph-level iota, and a shape value is no tensor:
+/// a kernel's stage can cast its index and its symbolic dims. Identical
+/// kernels are shared, named `<base>` (made unique).
+static Value *emitIndexKernel(NodeContext &c, const std::string &base, const Type &type,
+                              KExprPtr body, const std::vector<std::string> &symbols,
+                              const char *what, llvm::StringRef nameHint) {
   Function &function = *c.importer.function;
-  auto carrier = llvm::find_if(function.params, [&](const std::unique_ptr<Value> &param) {
-    return param->type.isTensor() &&
-           llvm::any_of(param->type.getShape(),
-                        [&](const Dim &dim) { return dim.isSymbolic() && dim.symbol == symbol; });
-  });
-  if (carrier == function.params.end())
-    return c.fail("no graph input has the dim '" + symbol + "' that sizes this range (--dim " +
-                  symbol + "=SIZE fixes its size)"),
-           nullptr;
+  std::vector<Value *> carriers;
+  for (const std::string &symbol : symbols) {
+    auto carrier = llvm::find_if(function.params, [&](const std::unique_ptr<Value> &param) {
+      return param->type.isTensor() &&
+             llvm::any_of(param->type.getShape(),
+                          [&](const Dim &dim) { return dim.isSymbolic() && dim.symbol == symbol; });
+    });
+    if (carrier == function.params.end())
+      return c.fail("no graph input has the dim '" + symbol + "' that " + what + " (--dim " +
+                    symbol + "=SIZE fixes its size)"),
+             nullptr;
+    if (!llvm::is_contained(carriers, carrier->get()))
+      carriers.push_back(carrier->get());
+  }
   auto kernel = std::make_unique<Kernel>();
-  kernel->inputs.push_back(KBuffer{"n", (*carrier)->type, KBuffer::Input, {}});
-  kernel->outputs.push_back(
-      KBuffer{"out", Type::tensor(dtype, {Dim::named(symbol)}), KBuffer::Output, {}});
+  for (size_t k = 0; k < carriers.size(); ++k)
+    kernel->inputs.push_back(
+        KBuffer{k ? "n" + std::to_string(k) : "n", carriers[k]->type, KBuffer::Input, {}});
+  kernel->outputs.push_back(KBuffer{"out", type, KBuffer::Output, {}});
+  KStage stage;
+  stage.buffer = "out";
+  if (type.getRank() == 1)
+    stage.spatialVars = {"i0"};
+  stage.body = std::move(body);
+  kernel->stages.push_back(std::move(stage));
+  kernel->name = base;
+  // (No structured binding: C++17 lambdas cannot capture one.)
+  auto inserted = c.importer.indexKernels.try_emplace(printKernel(*kernel));
+  auto named = inserted.first;
+  bool added = inserted.second;
+  if (added) {
+    named->second = base;
+    for (int suffix = 1; llvm::any_of(c.importer.module.kernels, [&](const auto &other) {
+           return other->name == named->second;
+         });)
+      named->second = base + "_" + std::to_string(suffix++);
+    kernel->name = named->second;
+  }
+  auto binding = std::make_unique<Binding>();
+  binding->kind = ExprKind::CallKernel;
+  binding->callee = named->second;
+  for (Value *carrier : carriers)
+    binding->operands.push_back(Operand::of(carrier));
+  binding->result = std::make_unique<Value>();
+  binding->result->type = kernel->getResultType();
+  if (added)
+    c.importer.module.kernels.push_back(std::move(kernel));
+  std::string problem;
+  return c.importer.addBinding(std::move(binding), nameHint, problem);
+}
+
+Value *onnximport::emitSymbolicRange(NodeContext &c, const std::string &symbol, double start,
+                                     double step, DType dtype, llvm::StringRef nameHint) {
   KExprPtr index = KExpr::var("i0"), body;
   if (isFloatDType(dtype)) {
     DType compute = computeDType(dtype);
@@ -145,72 +190,98 @@ Value *onnximport::emitSymbolicRange(NodeContext &c, const std::string &symbol, 
                                  foldIndex(KExpr::Mul, index, KExpr::intConst(int64_t(step)))),
                        dtype);
   }
-  KStage stage;
-  stage.buffer = "out";
-  stage.spatialVars = {"i0"};
-  stage.body = body;
-  kernel->stages.push_back(std::move(stage));
-  kernel->name = "range";
-  // (No structured binding: C++17 lambdas cannot capture one.)
-  auto inserted = c.importer.rangeKernels.try_emplace(printKernel(*kernel));
-  auto named = inserted.first;
-  bool added = inserted.second;
-  if (added) {
-    std::string base = "range_" + symbol;
-    named->second = base;
-    for (int suffix = 1; llvm::any_of(c.importer.module.kernels, [&](const auto &other) {
-           return other->name == named->second;
-         });)
-      named->second = base + "_" + std::to_string(suffix++);
-    kernel->name = named->second;
-  }
-  auto binding = std::make_unique<Binding>();
-  binding->kind = ExprKind::CallKernel;
-  binding->callee = named->second;
-  binding->operands.push_back(Operand::of(carrier->get()));
-  binding->result = std::make_unique<Value>();
-  binding->result->type = kernel->getResultType();
-  if (added)
-    c.importer.module.kernels.push_back(std::move(kernel));
-  std::string problem;
-  return c.importer.addBinding(std::move(binding), c.node.output(0), problem);
+  return emitIndexKernel(c, "range_" + symbol, Type::tensor(dtype, {Dim::named(symbol)}), body,
+                         {symbol}, "sizes this range", nameHint);
 }
 
-/// Range(start, limit, delta) whose limit is a symbolic dim: start 0 and
-/// delta 1 make its length the dim (arange(seq)); other forms need --dim.
-static bool convertSymbolicRange(NodeContext &c, const std::vector<ShapeValue> &inputs) {
-  auto staticScalar = [](const ShapeValue &value) -> std::optional<int64_t> {
-    if (value.elements.size() != 1 || !value.elements[0].isStatic())
-      return std::nullopt;
-    return value.elements[0].size;
+Value *onnximport::emitShapeValue(NodeContext &c, const ShapeValue &shape,
+                                  llvm::StringRef nameHint) {
+  // Element k is size * dims...; a 1-D value selects its element by index.
+  std::vector<std::string> symbols;
+  auto elementExpr = [&](const SymbolicSize &element) {
+    KExprPtr e = KExpr::intConst(element.size);
+    for (const std::string &symbol : element.symbols) {
+      e = foldIndex(KExpr::Mul, e, KExpr::var(symbol));
+      if (!llvm::is_contained(symbols, symbol))
+        symbols.push_back(symbol);
+    }
+    return e;
   };
-  std::optional<int64_t> start = staticScalar(inputs[0]), delta = staticScalar(inputs[2]);
-  const SymbolicSize &limit = inputs[1].elements.size() == 1 ? inputs[1].elements[0]
-                                                             : SymbolicSize::of(0);
-  std::optional<Dim> length = limit.asDim();
-  for (size_t i = 0; i < 3; ++i)
-    if (const std::string *symbol = inputs[i].firstSymbol();
-        symbol && (i != 1 || start != 0 || delta != 1 || !length || length->isStatic()))
-      return c.fail(std::string(i == 0 ? "start" : i == 1 ? "limit" : "delta") +
-                    " (input " + std::to_string(i) + ") involves the symbolic dim '" + *symbol +
-                    "'; a range over a symbolic dim must start at 0 with delta 1 (--dim " +
-                    *symbol + "=SIZE fixes its size)");
-  Value *range = emitSymbolicRange(c, length->symbol, 0, 1, inputs[1].dtype);
+  size_t n = shape.elements.size();
+  if (n == 0 || (shape.scalar && n != 1))
+    return c.fail("a shape value of " + std::to_string(n) + " elements as a tensor"), nullptr;
+  KExprPtr body = elementExpr(shape.elements[n - 1]);
+  for (size_t k = n - 1; k-- > 0;)
+    body = KExpr::select(KExpr::binary(KExpr::Eq, KExpr::var("i0"), KExpr::intConst(int64_t(k))),
+                         elementExpr(shape.elements[k]), body);
+  Shape dims;
+  if (!shape.scalar)
+    dims.push_back(Dim::of(int64_t(n)));
+  std::string base = "dims";
+  for (const std::string &symbol : symbols)
+    base += "_" + symbol;
+  return emitIndexKernel(c, base, Type::tensor(shape.dtype, dims),
+                         KExpr::cast(body, shape.dtype), symbols, "this shape value reads",
+                         nameHint);
+}
+
+Value *onnximport::indexVector(NodeContext &c, const Dim &n, int64_t trailing,
+                               llvm::StringRef hint) {
+  if (n.isStatic()) {
+    std::vector<int64_t> shape{n.size};
+    shape.resize(size_t(1 + trailing), 1);
+    TensorData data(DType::i64, shape);
+    for (int64_t k = 0; k < n.size; ++k)
+      data.setInt(k, k);
+    return c.emitConstant(std::move(data), hint);
+  }
+  Value *range = emitSymbolicRange(c, n.symbol, 0, 1, DType::i64,
+                                   trailing ? hint.str() + "_range" : hint.str());
+  if (!range || !trailing)
+    return range;
+  std::vector<int64_t> axes;
+  for (int64_t d = 1; d <= trailing; ++d)
+    axes.push_back(d);
+  Attrs attrs;
+  attrs.set("axis", makeIntList(axes));
+  return c.emit("expand_dims", {Operand::of(range)}, attrs, hint);
+}
+
+/// Range(start, limit, delta) whose limit is a symbolic dim (an integer or
+/// a float one, torch.arange(T, dtype=float)): start 0 and delta 1 make its
+/// length the dim; other forms need --dim.
+static bool convertSymbolicRange(NodeContext &c, const ShapeValue &limit) {
+  auto scalarOf = [&](size_t i) -> std::optional<double> {
+    if (const TensorData *data = c.constant(i); data && data->getNumElements() == 1)
+      return data->get(0);
+    if (std::optional<ShapeValue> value = c.shapeValue(i);
+        value && value->elements.size() == 1 && value->elements[0].isStatic())
+      return double(value->elements[0].size);
+    return std::nullopt;
+  };
+  std::optional<double> start = scalarOf(0), delta = scalarOf(2);
+  std::optional<Dim> length =
+      limit.elements.size() == 1 ? limit.elements[0].asDim() : std::optional<Dim>();
+  const std::string &symbol = *limit.firstSymbol();
+  if (start != 0.0 || delta != 1.0 || !length || length->isStatic())
+    return c.fail("limit (input 1) involves the symbolic dim '" + symbol +
+                  "'; a range over a symbolic dim must start at 0 with delta 1 (--dim " +
+                  symbol + "=SIZE fixes its size)");
+  Value *range = emitSymbolicRange(c, length->symbol, 0, 1, limit.dtype, c.node.output(0));
   return range && (c.define(0, range), true);
 }
 
 static bool convertRange(NodeContext &c) {
   const TensorData *start = c.constant(0), *limit = c.constant(1), *delta = c.constant(2);
-  std::vector<ShapeValue> shapes;
-  for (size_t i = 0; i < 3; ++i)
+  for (size_t i : {0, 2})
     if (std::optional<ShapeValue> value = c.shapeValue(i))
-      shapes.push_back(*value);
-  if (shapes.size() == 3 && llvm::any_of(shapes, [](const ShapeValue &v) { return !v.isStatic(); }))
-    return convertSymbolicRange(c, shapes);
-  for (const ShapeValue &value : shapes)
-    if (const std::string *symbol = value.firstSymbol())
-      return c.fail("a range's bounds involve the symbolic dim '" + *symbol +
-                    "' beside a computed bound (--dim " + *symbol + "=SIZE fixes its size)");
+      if (const std::string *symbol = value->firstSymbol())
+        return c.fail(std::string(i == 0 ? "start" : "delta") + " (input " + std::to_string(i) +
+                      ") involves the symbolic dim '" + *symbol +
+                      "'; a range over a symbolic dim must start at 0 with delta 1 (--dim " +
+                      *symbol + "=SIZE fixes its size)");
+  if (std::optional<ShapeValue> value = c.shapeValue(1); value && !value->isStatic())
+    return convertSymbolicRange(c, *value);
   if (!start || !limit || !delta || start->getNumElements() != 1 ||
       limit->getNumElements() != 1 || delta->getNumElements() != 1)
     return c.fail("start, limit and delta must be one-element constants");
@@ -473,10 +544,22 @@ static bool convertTrilu(NodeContext &c) {
   if (rank < 2)
     return c.fail("the input must have rank 2 or more, not " + std::to_string(rank));
   const Dim &rows = x->type.getShape()[size_t(rank - 2)], &cols = x->type.getShape()[size_t(rank - 1)];
+  std::string name = c.node.output(0);
   if (rows.isSymbolic() || cols.isSymbolic()) {
-    const std::string &symbol = rows.isSymbolic() ? rows.symbol : cols.symbol;
-    return c.fail("the last two dims must be static, not " + x->type.str() + " (--dim " +
-                  symbol + "=SIZE fixes '" + symbol + "')");
+    // A causal mask over a dynamic sequence (torch.triu of a [seq, seq]
+    // fill): the mask compares index vectors, j - i against k.
+    Value *i = indexVector(c, rows, 1, name + "_rows"), *j = indexVector(c, cols, 0, name + "_cols");
+    Value *offset = i && j ? c.emit("subtract", {Operand::of(j), Operand::of(i)}, {},
+                                    name + "_offset")
+                           : nullptr;
+    Value *keep = offset ? c.emit(upper ? "greater_equal" : "less_equal",
+                                  {Operand::of(offset), NodeContext::literal(double(k), DType::i64)},
+                                  {}, name + "_mask")
+                         : nullptr;
+    c.define(0, keep ? c.emit("where", {Operand::of(keep), Operand::of(x),
+                                        NodeContext::literal(0, x->type.getDType())})
+                     : nullptr);
+    return true;
   }
   constexpr int64_t kMaxMaskElements = int64_t(1) << 26;
   if (rows.size && cols.size > kMaxMaskElements / rows.size)
@@ -488,7 +571,6 @@ static bool convertTrilu(NodeContext &c) {
   for (int64_t i = 0; i < rows.size; ++i)
     for (int64_t j = 0; j < cols.size; ++j)
       mask.setInt(i * cols.size + j, upper ? j - i >= k : j - i <= k);
-  std::string name = c.node.output(0);
   Value *keep = c.emitConstant(std::move(mask), name + "_mask");
   c.define(0, c.emit("where", {Operand::of(keep), Operand::of(x),
                                NodeContext::literal(0, x->type.getDType())}));

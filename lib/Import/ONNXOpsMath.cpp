@@ -304,9 +304,11 @@ static bool castInput(NodeContext &c, std::optional<DType> dtype) {
   c.attrInt("saturate", 1);
   if (!dtype)
     return false;
-  // Integer shape values stay foldable through casts between int types.
+  // Symbolic shape values stay shape values through casts: between int
+  // types they still fold; as floats (torch.arange(T, dtype=float)'s limit,
+  // x / x.shape[1]) a Range takes one, and other readers get a tensor.
   if (std::optional<ShapeValue> shape = c.shapeValue(0);
-      shape && isIntDType(*dtype) && !c.typeOf(0)) {
+      shape && (isIntDType(*dtype) || isFloatDType(*dtype)) && !c.typeOf(0)) {
     if (!shape->isStatic()) {
       shape->dtype = *dtype;
       return c.defineShape(0, *shape), true;

@@ -26,7 +26,8 @@
 //                    elements before it in that order (an n x n comparison
 //                    summed), then output r takes the element of rank r
 //                    (a k x n match summed): n <= 4096.
-// All need the axis's size to be static (the index constants have it).
+// The index vectors are constants, or over a symbolic axis range kernels
+// (emitSymbolicRange); TopK needs a static axis (k is checked against it).
 //
 //===----------------------------------------------------------------------===//
 #include "ONNXImporter.h"
@@ -37,10 +38,10 @@ using namespace fusec::onnximport;
 /// Index constants are at most this long (a 2^24-element i64 is 128 MiB).
 static constexpr int64_t kMaxScanExtent = int64_t(1) << 24;
 
-/// The axis `axis` of `x` (negative counts from the end), with a static,
-/// non-empty extent of at most kMaxScanExtent; nullopt after an error.
-static std::optional<std::pair<int64_t, int64_t>> scanAxis(NodeContext &c, Value *x,
-                                                           int64_t axis) {
+/// The axis `axis` of `x` (negative counts from the end) and its extent:
+/// static and non-empty, of at most kMaxScanExtent, or a symbolic dim;
+/// nullopt after an error.
+static std::optional<std::pair<int64_t, Dim>> scanAxis(NodeContext &c, Value *x, int64_t axis) {
   int64_t rank = x->type.getRank();
   if (rank == 0)
     return c.fail("the input must have rank >= 1, not " + x->type.str()), std::nullopt;
@@ -51,30 +52,20 @@ static std::optional<std::pair<int64_t, int64_t>> scanAxis(NodeContext &c, Value
   if (axis < 0)
     axis += rank;
   const Dim &extent = x->type.getShape()[axis];
-  if (extent.isSymbolic())
-    return c.fail("the axis must have a static size, not '" + extent.symbol + "'"),
-           std::nullopt;
-  if (extent.size == 0 || extent.size > kMaxScanExtent)
+  if (extent.isStatic() && (extent.size == 0 || extent.size > kMaxScanExtent))
     return c.fail("the axis has " + std::to_string(extent.size) +
                   " elements; 1 to 2^24 are supported"),
            std::nullopt;
-  return std::make_pair(axis, extent.size);
+  return std::make_pair(axis, extent);
 }
 
-/// 0, 1, ..., n-1 as an i64 constant of shape [n, 1, ..., 1] with `trailing`
-/// unit dims, so that it broadcasts along one axis.
-static Value *indexVector(NodeContext &c, int64_t n, int64_t trailing, llvm::StringRef hint) {
-  std::vector<int64_t> shape{n};
-  shape.resize(1 + trailing, 1);
-  TensorData data(DType::i64, shape);
-  for (int64_t k = 0; k < n; ++k)
-    data.setInt(k, k);
-  return c.emitConstant(std::move(data), hint);
-}
+/// What `min(where(hit, index, notFound))` gives when nothing is hit: the
+/// extent, or for a symbolic one a value above any index.
+static double notFoundIndex(const Dim &n) { return n.isStatic() ? double(n.size) : 0x1p62; }
 
 /// The index of the first (`last`: the last) maximum (IsMax) or minimum of
 /// `x` along axis `a` of `n` elements, i64, the axis kept or dropped.
-static Value *extremeIndex(NodeContext &c, Value *x, int64_t a, int64_t n, bool isMax,
+static Value *extremeIndex(NodeContext &c, Value *x, int64_t a, const Dim &n, bool isMax,
                            bool last, bool keepdims, const std::string &name) {
   Attrs kept;
   kept.set("axis", makeIntList({a}));
@@ -88,7 +79,7 @@ static Value *extremeIndex(NodeContext &c, Value *x, int64_t a, int64_t n, bool 
   Value *index = indexVector(c, n, x->type.getRank() - a - 1, name + "_index");
   Value *candidates =
       c.emit("where", {Operand::of(hit), Operand::of(index),
-                       NodeContext::literal(last ? -1.0 : double(n), DType::i64)},
+                       NodeContext::literal(last ? -1.0 : notFoundIndex(n), DType::i64)},
              {}, name + "_candidates");
   Attrs result;
   result.set("axis", makeIntList({a}));
@@ -103,7 +94,7 @@ static bool convertArgExtreme(NodeContext &c) {
     return false;
   bool keepdims = c.attrInt("keepdims", 1) != 0;
   bool last = c.attrInt("select_last_index", 0) != 0;
-  std::optional<std::pair<int64_t, int64_t>> axis = scanAxis(c, x, c.attrInt("axis", 0));
+  std::optional<std::pair<int64_t, Dim>> axis = scanAxis(c, x, c.attrInt("axis", 0));
   if (!axis)
     return false;
   c.define(0, extremeIndex(c, x, axis->first, axis->second, IsMax, last, keepdims,
@@ -141,10 +132,11 @@ static bool convertHardmax(NodeContext &c) {
     if (!rows)
       return false;
   }
-  std::optional<std::pair<int64_t, int64_t>> scan = scanAxis(c, rows, axis);
+  std::optional<std::pair<int64_t, Dim>> scan = scanAxis(c, rows, axis);
   if (!scan)
     return false;
-  int64_t a = scan->first, n = scan->second;
+  int64_t a = scan->first;
+  Dim n = scan->second;
   Value *best = extremeIndex(c, rows, a, n, true, false, true, name + "_argmax");
   Value *index = indexVector(c, n, rows->type.getRank() - a - 1, name + "_positions");
   Value *hit = best ? c.emit("equal", {Operand::of(index), Operand::of(best)}, {}, name + "_hit")
@@ -176,10 +168,11 @@ static bool convertCumSum(NodeContext &c) {
   if (axisValue->size() != 1)
     return c.fail("axis (input 1) must hold one value");
   bool exclusive = c.attrInt("exclusive", 0) != 0, reverse = c.attrInt("reverse", 0) != 0;
-  std::optional<std::pair<int64_t, int64_t>> axis = scanAxis(c, x, axisValue->front());
+  std::optional<std::pair<int64_t, Dim>> axis = scanAxis(c, x, axisValue->front());
   if (!axis)
     return false;
-  int64_t a = axis->first, n = axis->second;
+  int64_t a = axis->first;
+  Dim n = axis->second;
   int64_t trailing = x->type.getRank() - a - 1;
   std::string name = c.node.output(0);
   // x: [.., n(j), ..] -> [.., n(j), 1(i), ..]; the mask is [n(j), n(i), 1...].
@@ -223,8 +216,8 @@ static bool topKByRank(NodeContext &c, Value *x, int64_t a, int64_t n, int64_t k
   };
   // x[i] along axis a, x[j] along a + 1: [.., n (i), n (j), ..].
   Value *xi = expand(x, a + 1), *xj = expand(x, a);
-  Value *iIndex = indexVector(c, n, rank - a, name + "_rank_i");
-  Value *jIndex = indexVector(c, n, rank - a - 1, name + "_rank_j");
+  Value *iIndex = indexVector(c, Dim::of(n), rank - a, name + "_rank_i");
+  Value *jIndex = indexVector(c, Dim::of(n), rank - a - 1, name + "_rank_j");
   Value *better = both(largest ? "greater" : "less", xj, xi);
   Value *tie = both("equal", xj, xi);
   if (isFloatDType(dtype)) {
@@ -244,7 +237,7 @@ static bool topKByRank(NodeContext &c, Value *x, int64_t a, int64_t n, int64_t k
   Value *ranks = emit("sum", {Operand::of(castTo(c, before, DType::i64, name + "_rank_before"))},
                       overJ);
   // Output r: the element whose rank is r ([.., k (r), n (i), ..]).
-  Value *positions = indexVector(c, k, rank - a, name + "_rank_r");
+  Value *positions = indexVector(c, Dim::of(k), rank - a, name + "_rank_r");
   Value *match = both("equal", expand(ranks, a), positions);
   Value *chosenIndex = emit("sum", {Operand::of(emit(
                                        "where", {Operand::of(match), Operand::of(jIndex),
@@ -275,10 +268,13 @@ static bool convertTopK(NodeContext &c) {
     return false;
   bool largest = c.attrInt("largest", 1) != 0;
   c.attrInt("sorted", 1); // the rounds give sorted results either way
-  std::optional<std::pair<int64_t, int64_t>> axis = scanAxis(c, x, c.attrInt("axis", -1));
+  std::optional<std::pair<int64_t, Dim>> axis = scanAxis(c, x, c.attrInt("axis", -1));
   if (!axis)
     return false;
-  int64_t a = axis->first, n = axis->second;
+  if (axis->second.isSymbolic())
+    return c.fail("the axis must have a static size, not '" + axis->second.symbol +
+                  "' (--dim " + axis->second.symbol + "=SIZE fixes its size)");
+  int64_t a = axis->first, n = axis->second.size;
   constexpr int64_t kMaxRounds = 64, kMaxRanked = 4096;
   if (kValue->size() != 1 || (*kValue)[0] < 0 || (*kValue)[0] > n)
     return c.fail("k must be one value in [0, " + std::to_string(n) + "]");
@@ -304,7 +300,7 @@ static bool convertTopK(NodeContext &c) {
   Attrs kept;
   kept.set("axis", makeIntList({a}));
   kept.set("keepdims", Attr::makeBool(true));
-  Value *index = indexVector(c, n, x->type.getRank() - a - 1, name + "_index");
+  Value *index = indexVector(c, Dim::of(n), x->type.getRank() - a - 1, name + "_index");
   auto emit = [&](const char *op, std::vector<Operand> operands, const std::string &hint,
                   Attrs attrs = {}) {
     for (const Operand &operand : operands)

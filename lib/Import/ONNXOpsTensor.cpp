@@ -360,7 +360,7 @@ static bool convertSlice(NodeContext &c) {
                     "dim or the same dim (" + dimOptions({*symbolicEnds[k]}) +
                     " fixes its size)");
     if (dim.isStatic()) {
-      Value *indices = emitSymbolicRange(c, end->symbol, 0, 1, DType::i64);
+      Value *indices = indexVector(c, *end, 0, c.node.output(0) + "_indices");
       Attrs attrs;
       attrs.set("axis", Attr::makeInt(axis));
       x = indices ? c.emit("take", {Operand::of(x), Operand::of(indices)}, attrs) : nullptr;

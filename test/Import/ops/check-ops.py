@@ -1464,6 +1464,31 @@ run_model("slice_symbolic_mask", length + [
                     numpy_helper.from_array(np.float32(-1e9), "minus")],
     np.where(np.tril(np.ones((4, 4), np.bool_)), square, np.float32(-1e9)),
     x_dims=["seq", "seq"])
+# Over a symbolic axis: a causal mask (Trilu of a [seq, seq] input, as
+# torch.triu), CumSum and ArgMax (their index vectors are range kernels), and
+# a shape value read as data (x / x.shape[0]: a kernel computes seq).
+run_model("trilu_symbolic", [helper.make_node("Trilu", ["x", "one1"], ["y"], upper=1)], square,
+          [numpy_helper.from_array(np.int64(1), "one1")], np.triu(square, 1),
+          x_dims=["seq", "seq"], opset=14)
+run_model("cumsum_symbolic", [helper.make_node("CumSum", ["x", "axis0"], ["y"])], xs,
+          [numpy_helper.from_array(np.int64(0), "axis0")], np.cumsum(xs, 0), x_dims=["seq", 3])
+run_model("argmax_symbolic", [
+    helper.make_node("ArgMax", ["x"], ["i"], axis=0, keepdims=0),
+    helper.make_node("Cast", ["i"], ["y"], to=TensorProto.FLOAT)], xs, [],
+    np.argmax(xs, 0).astype(np.float32), x_dims=["seq", 3])
+run_model("range_symbolic_float", length + scalar_length + [
+    helper.make_node("Cast", ["n_scalar"], ["n_float"], to=TensorProto.FLOAT),
+    helper.make_node("Range", ["zero_f", "n_float", "one_f"], ["positions"]),
+    helper.make_node("Unsqueeze", ["positions", "axis1"], ["column"]),
+    helper.make_node("Add", ["x", "column"], ["y"])], xs,
+    length_inits + [numpy_helper.from_array(np.float32(0), "zero_f"),
+                    numpy_helper.from_array(np.float32(1), "one_f"),
+                    numpy_helper.from_array(np.int64([1]), "axis1")],
+    xs + np.arange(5, dtype=np.float32)[:, None], x_dims=["seq", 3])
+run_model("shape_as_data", length + [
+    helper.make_node("Cast", ["n_len"], ["n_float"], to=TensorProto.FLOAT),
+    helper.make_node("Div", ["x", "n_float"], ["y"])], xs, length_inits,
+    xs / np.float32(5), x_dims=["seq", 3])
 
 # Model-local functions (IR version 8), inlined at import.
 def local_function(name, inputs, outputs, nodes, attributes=(), opset=13):

@@ -436,7 +436,9 @@ static bool convertPad(NodeContext &c) {
       continue;
     Shape shape = current->type.getShape();
     if (shape[d].isSymbolic())
-      return c.fail("padding the symbolic dim '" + shape[d].symbol + "' is not supported");
+      return c.fail("padding the symbolic dim '" + shape[d].symbol +
+                    "' is not supported: its padded size is no FIR dim (--dim " +
+                    shape[d].symbol + "=SIZE fixes its size)");
     int64_t n = shape[d].size;
     if (std::abs(begin) > kMaxDimSize || std::abs(end) > kMaxDimSize ||
         n + begin + end < 0 || n + begin + end > kMaxDimSize)

@@ -76,13 +76,16 @@ static Value *guarded(NodeContext &c, Value *index, Operand extent, Value *term,
 std::optional<std::vector<int64_t>> onnximport::staticShape(NodeContext &c, Value *x,
                                                             const char *what) {
   std::vector<int64_t> shape;
+  std::vector<SymbolicSize> symbolic; // all of them, for one message
   for (const Dim &dim : x->type.getShape()) {
-    if (dim.isSymbolic())
-      return c.fail(std::string(what) + " must have a static shape, not " + x->type.str() +
-                    " (--dim " + dim.symbol + "=SIZE fixes '" + dim.symbol + "')"),
-             std::nullopt;
+    if (dim.isSymbolic() && !llvm::is_contained(symbolic, SymbolicSize::of(dim)))
+      symbolic.push_back(SymbolicSize::of(dim));
     shape.push_back(dim.size);
   }
+  if (!symbolic.empty())
+    return c.fail(std::string(what) + " must have a static shape, not " + x->type.str() + " (" +
+                  dimOptions(symbolic) + (symbolic.size() == 1 ? " fixes its size)" : " fix their sizes)")),
+           std::nullopt;
   return shape;
 }
 

@@ -378,6 +378,44 @@ static bool convertSlice(NodeContext &c) {
   }
   if (axes.empty())
     return c.define(0, x), true;
+  // A static stretch of a symbolic dim, counted from its start (BERT's
+  // pooler x[:, 0:1]) or from its end (the last token, x[:, -1:]), is a take
+  // of constant indices (negative ones count from the end), assuming the dim
+  // is long enough (a shorter one reads out of range: an error in the
+  // interpreter, clamped on a GPU). Any other slice of it has a size that is
+  // no FIR dim.
+  for (size_t k = axes.size(); k-- > 0;) {
+    int64_t axis = axes[k] < 0 ? axes[k] + rank : axes[k];
+    if (axis < 0 || axis >= rank || x->type.getShape()[axis].isStatic())
+      continue;
+    const std::string &symbol = x->type.getShape()[axis].symbol;
+    int64_t start = (*starts)[k], end = (*ends)[k], step = steps[k];
+    if (start < 0 && end >= kMaxDimSize)
+      end = 0; // to the end, counted from it
+    bool fromStart = start >= 0 && end < kMaxDimSize, fromEnd = start < 0 && end <= 0;
+    if (step <= 0 || start >= end || !(fromStart || fromEnd) || (end - start) / step > (1 << 24))
+      return c.fail("slicing the symbolic dim '" + symbol + "' from " +
+                    std::to_string((*starts)[k]) + " to " + std::to_string((*ends)[k]) +
+                    " with step " + std::to_string(steps[k]) +
+                    " is not supported: the result's size is no FIR dim (a whole dim, or a "
+                    "static stretch from its start or its end, is; --dim " + symbol +
+                    "=SIZE fixes its size)");
+    std::vector<int64_t> picks;
+    for (int64_t i = start; i < end; i += step)
+      picks.push_back(i);
+    TensorData indices(DType::i64, {int64_t(picks.size())});
+    for (size_t i = 0; i < picks.size(); ++i)
+      indices.setInt(int64_t(i), picks[i]);
+    Value *positions = c.emitConstant(std::move(indices), c.node.output(0) + "_positions");
+    Attrs take;
+    take.set("axis", Attr::makeInt(axis));
+    x = positions ? c.emit("take", {Operand::of(x), Operand::of(positions)}, take) : nullptr;
+    if (!x)
+      return false;
+    dropEntry(k);
+  }
+  if (axes.empty())
+    return c.define(0, x), true;
   Attrs attrs;
   attrs.set("axes", makeIntList(axes));
   attrs.set("begin", makeIntList(*starts));

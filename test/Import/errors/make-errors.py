@@ -141,6 +141,13 @@ def main():
         [vi("x", ["batch", "sequence", 4])], [vi("y", ["batch", 1, 4])],
         [const("starts", np.array([0], np.int64)), const("ends", np.array([1], np.int64)),
          const("axes", np.array([1], np.int64))]))
+    # (The pooler's x[:, 0:1] above imports now; x[:, :-1], the shifted
+    # logits, still has a size no FIR dim holds.)
+    save("slice_symbolic_shift", model(
+        [helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["y"], name="shift")],
+        [vi("x", ["batch", "sequence", 4])], [vi("y", ["batch", None, 4])],
+        [const("starts", np.array([0], np.int64)), const("ends", np.array([-1], np.int64)),
+         const("axes", np.array([1], np.int64))]))
 
     # Element types fusec has no dtype for (valid ONNX).
     save("uint8_input", model(

@@ -1476,6 +1476,18 @@ run_model("argmax_symbolic", [
     helper.make_node("ArgMax", ["x"], ["i"], axis=0, keepdims=0),
     helper.make_node("Cast", ["i"], ["y"], to=TensorProto.FLOAT)], xs, [],
     np.argmax(xs, 0).astype(np.float32), x_dims=["seq", 3])
+# Static stretches of a symbolic dim: the first token (BERT's pooler), the
+# last one, two before the last, every second of the first five.
+for label, start, end, step, expected in (("first", 0, 1, 1, xs[0:1]),
+                                          ("last", -1, 2 ** 62, 1, xs[-1:]),
+                                          ("before_last", -3, -1, 1, xs[-3:-1]),
+                                          ("stride", 0, 5, 2, xs[0:5:2])):
+    run_model("slice_symbolic_dim_" + label, [
+        helper.make_node("Slice", ["x", "s0", "s1", "s_axes", "s_steps"], ["y"])], xs,
+        [numpy_helper.from_array(np.int64([start]), "s0"),
+         numpy_helper.from_array(np.int64([end]), "s1"),
+         numpy_helper.from_array(np.int64([0]), "s_axes"),
+         numpy_helper.from_array(np.int64([step]), "s_steps")], expected, x_dims=["seq", 3])
 run_model("range_symbolic_float", length + scalar_length + [
     helper.make_node("Cast", ["n_scalar"], ["n_float"], to=TensorProto.FLOAT),
     helper.make_node("Range", ["zero_f", "n_float", "one_f"], ["positions"]),

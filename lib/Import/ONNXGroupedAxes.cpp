@@ -14,6 +14,8 @@
 //    the indices' dims (plain) in place of the indexed one, Unsqueeze adds
 //    and Squeeze removes plain dims, reductions without keepdims drop the
 //    reduced dims.
+// A Gather along a leading dim that is a product is a flattened take
+// (gatherFromProduct).
 //
 //===----------------------------------------------------------------------===//
 #include "ONNXGrouped.h"
@@ -138,6 +140,60 @@ static std::optional<std::vector<int64_t>> plainDims(NodeContext &c, size_t inpu
   return axes;
 }
 
+/// Gather along a leading dim that is a product (`x.view(-1, d)[idx]`, or
+/// `h[torch.arange(b), last]` exported as a flattened index: sequence
+/// classification's and CLIP's pooling): FIR has no axis for the product,
+/// but `take` without an axis indexes the flattened data, so row q of the
+/// trailing dims (D elements, static) is the flat range q * D + [0, D). A
+/// negative q counts from the end, as the flattened take does.
+static bool gatherFromProduct(NodeContext &c, const AxisRuns &runs) {
+  Value *x = c.input(0), *rows = c.input(1);
+  if (!x || !rows)
+    return false;
+  if (!isIntDType(rows->type.getDType()))
+    return c.fail("indices (input 1) must be integers, not " + rows->type.str());
+  for (size_t d = 1; d < runs.size(); ++d)
+    if (runs[d] != 1)
+      return failOnProduct(c, 0, d, "Gather along dim 0 cannot keep");
+  const Shape &shape = x->type.getShape();
+  Shape trailing(shape.begin() + runs[0], shape.end());
+  int64_t rowSize = 1;
+  for (const Dim &dim : trailing) {
+    if (dim.isSymbolic())
+      return c.fail("Gather along dim 0 of " + x->type.str() +
+                    ", a product, needs static trailing dims, not '" + dim.symbol + "' (--dim " +
+                    dim.symbol + "=SIZE fixes its size)");
+    rowSize *= dim.size;
+  }
+  std::string name = c.node.output(0);
+  Shape rowsShape = rows->type.getShape();
+  Value *wide = rows->type.getDType() == DType::i64 ? rows
+                                                    : castTo(c, rows, DType::i64, name + "_rows_i64");
+  Value *start = wide ? c.emit("multiply", {Operand::of(wide),
+                                            NodeContext::literal(double(rowSize), DType::i64)},
+                               {}, name + "_row_start")
+                      : nullptr;
+  Attrs column;
+  column.set("axis", makeIntList({int64_t(rowsShape.size())}));
+  Value *first = start ? c.emit("expand_dims", {Operand::of(start)}, column, name + "_row_first")
+                       : nullptr;
+  Value *offsets = indexVector(c, Dim::of(rowSize), 0, name + "_row_offsets");
+  Value *flat = first && offsets ? c.emit("add", {Operand::of(first), Operand::of(offsets)}, {},
+                                          name + "_flat")
+                                 : nullptr;
+  Value *taken = flat ? c.emit("take", {Operand::of(x), Operand::of(flat)}, {},
+                               trailing.size() == 1 ? name : name + "_rows")
+                      : nullptr;
+  if (taken && trailing.size() != 1) {
+    Shape target = rowsShape;
+    target.insert(target.end(), trailing.begin(), trailing.end());
+    Attrs reshape;
+    reshape.set("shape", makeShapeList(target));
+    taken = c.emit("reshape", {Operand::of(taken)}, reshape, name);
+  }
+  return taken && (c.define(0, taken), true);
+}
+
 std::optional<bool> onnximport::convertGroupedAxisOp(NodeContext &c,
                                                      bool (*convert)(NodeContext &)) {
   llvm::StringRef op = c.node.op_type();
@@ -210,6 +266,9 @@ std::optional<bool> onnximport::convertGroupedAxisOp(NodeContext &c,
     return node.convert(convert, out);
   }
   if (op == "Gather") {
+    if (std::optional<int64_t> d = normalizeAxis(c.attrInt("axis", 0), rank);
+        d == 0 && runs[0] != 1 && grouped == 0)
+      return gatherFromProduct(c, runs);
     std::optional<std::vector<int64_t>> axis =
         plainDims(c, grouped, runs, {c.attrInt("axis", 0)}, rank, what + "index");
     std::optional<std::vector<SymbolicSize>> indices = c.onnxDims(1);

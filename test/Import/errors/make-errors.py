@@ -333,19 +333,19 @@ def main():
          const("rest", np.int64([4, 4]))]))
 
     # An operator that cannot take a grouped value where its dim is a
-    # product (Gather along batch * 2): the message names the dim and the
-    # option.
+    # product (Gather along batch * 2, not the leading dim): the message
+    # names the dim and the option.
     save("grouped_gather", model(
         [helper.make_node("Shape", ["x"], ["s"]),
-         helper.make_node("Gather", ["s", "i0"], ["b"], axis=0),
+         helper.make_node("Gather", ["s", "i1"], ["b"], axis=0),
          helper.make_node("Mul", ["b", "two"], ["bh"]),
          helper.make_node("Unsqueeze", ["bh", "ax"], ["bh1"]),
-         helper.make_node("Concat", ["bh1", "rest"], ["shape"], axis=0),
+         helper.make_node("Concat", ["four", "bh1", "four"], ["shape"], axis=0),
          helper.make_node("Reshape", ["x", "shape"], ["r"]),
-         helper.make_node("Gather", ["r", "i0"], ["y"], name="pick", axis=0)],
-        [vi("x", ["batch", 4, 8])], [vi("y", [4, 4])],
-        [const("i0", np.int64(0)), const("two", np.int64(2)), const("ax", np.int64([0])),
-         const("rest", np.int64([4, 4]))]))
+         helper.make_node("Gather", ["r", "i0"], ["y"], name="pick", axis=1)],
+        [vi("x", [4, "batch", 8])], [vi("y", [4, 4])],
+        [const("i0", np.int64(0)), const("i1", np.int64(1)), const("two", np.int64(2)),
+         const("ax", np.int64([0])), const("four", np.int64([4]))]))
 
     # A shape with a symbolic dim where a constant is needed (GPT-2's
     # ConstantOfShape of a dynamic batch): the message names the option.

@@ -1488,6 +1488,23 @@ for label, start, end, step, expected in (("first", 0, 1, 1, xs[0:1]),
          numpy_helper.from_array(np.int64([end]), "s1"),
          numpy_helper.from_array(np.int64([0]), "s_axes"),
          numpy_helper.from_array(np.int64([step]), "s_steps")], expected, x_dims=["seq", 3])
+# h[arange(batch), seq - 1] as PyTorch exports it (sequence classification's
+# pooling): a Gather from the [batch * seq, 3] flattening at the flat index
+# arange(batch) * seq + seq - 1, over symbolic batch and seq.
+x243_tokens = rng.standard_normal((2, 4, 3)).astype(np.float32)
+run_model("gather_flattened_last_token", [
+    helper.make_node("Shape", ["x"], ["t_shape"]),
+    helper.make_node("Gather", ["t_shape", "t_zero"], ["t_batch"], axis=0),
+    helper.make_node("Gather", ["t_shape", "t_one"], ["t_seq"], axis=0),
+    helper.make_node("Range", ["t_zero", "t_batch", "t_one"], ["t_rows"]),
+    helper.make_node("Mul", ["t_rows", "t_seq"], ["t_row_start"]),
+    helper.make_node("Sub", ["t_seq", "t_one"], ["t_last"]),
+    helper.make_node("Add", ["t_row_start", "t_last"], ["t_flat_index"]),
+    helper.make_node("Flatten", ["x"], ["t_flat"], axis=2),
+    helper.make_node("Gather", ["t_flat", "t_flat_index"], ["y"], axis=0)], x243_tokens,
+    [numpy_helper.from_array(np.int64(0), "t_zero"),
+     numpy_helper.from_array(np.int64(1), "t_one")], x243_tokens[:, -1, :],
+    x_dims=["batch", "seq", 3])
 run_model("range_symbolic_float", length + scalar_length + [
     helper.make_node("Cast", ["n_scalar"], ["n_float"], to=TensorProto.FLOAT),
     helper.make_node("Range", ["zero_f", "n_float", "one_f"], ["positions"]),

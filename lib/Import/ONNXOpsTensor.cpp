@@ -392,20 +392,20 @@ static bool convertSlice(NodeContext &c) {
     int64_t start = (*starts)[k], end = (*ends)[k], step = steps[k];
     if (start < 0 && end >= kMaxDimSize)
       end = 0; // to the end, counted from it
-    bool fromStart = start >= 0 && end < kMaxDimSize, fromEnd = start < 0 && end <= 0;
-    if (step <= 0 || start >= end || !(fromStart || fromEnd) || (end - start) / step > (1 << 24))
+    bool fromStart = start >= 0 && end < kMaxDimSize,
+         fromEnd = start < 0 && start > -kMaxDimSize && end <= 0;
+    // (Both bounds within 2^40 of 0 here: end - start cannot overflow.)
+    if (step <= 0 || !(fromStart || fromEnd) || start >= end || (end - start) / step > (1 << 24))
       return c.fail("slicing the symbolic dim '" + symbol + "' from " +
                     std::to_string((*starts)[k]) + " to " + std::to_string((*ends)[k]) +
                     " with step " + std::to_string(steps[k]) +
                     " is not supported: the result's size is no FIR dim (a whole dim, or a "
                     "static stretch from its start or its end, is; --dim " + symbol +
                     "=SIZE fixes its size)");
-    std::vector<int64_t> picks;
-    for (int64_t i = start; i < end; i += step)
-      picks.push_back(i);
-    TensorData indices(DType::i64, {int64_t(picks.size())});
-    for (size_t i = 0; i < picks.size(); ++i)
-      indices.setInt(int64_t(i), picks[i]);
+    int64_t count = (end - start - 1) / step + 1; // step may be near 2^63
+    TensorData indices(DType::i64, {count});
+    for (int64_t i = 0; i < count; ++i)
+      indices.setInt(i, start + i * step);
     Value *positions = c.emitConstant(std::move(indices), c.node.output(0) + "_positions");
     Attrs take;
     take.set("axis", Attr::makeInt(axis));

@@ -1481,7 +1481,8 @@ run_model("argmax_symbolic", [
 for label, start, end, step, expected in (("first", 0, 1, 1, xs[0:1]),
                                           ("last", -1, 2 ** 62, 1, xs[-1:]),
                                           ("before_last", -3, -1, 1, xs[-3:-1]),
-                                          ("stride", 0, 5, 2, xs[0:5:2])):
+                                          ("stride", 0, 5, 2, xs[0:5:2]),
+                                          ("huge_step", 0, 5, 2 ** 62, xs[0:1])):
     run_model("slice_symbolic_dim_" + label, [
         helper.make_node("Slice", ["x", "s0", "s1", "s_axes", "s_steps"], ["y"])], xs,
         [numpy_helper.from_array(np.int64([start]), "s0"),

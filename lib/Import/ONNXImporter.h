@@ -207,10 +207,10 @@ bool defineBroadcast(NodeContext &c, Value *x, const std::vector<SymbolicSize> &
 /// normalizations over plain dims, MatMul, Gemm, Transpose, Reshape,
 /// Flatten, Shape; otherwise reports why not (ONNXGrouped.cpp).
 bool convertGroupedNode(NodeContext &c, bool (*convert)(NodeContext &));
-/// start + i * step, for i below the symbolic dim `symbol`, as `dtype`: a
-/// call of a kernel that a graph input with that dim binds (ONNXOpsFill.cpp).
-Value *emitSymbolicRange(NodeContext &c, const std::string &symbol, double start, double step,
-                         DType dtype, llvm::StringRef nameHint);
+/// 0, 1, ..., symbol - 1 as `dtype`, for the symbolic dim `symbol`: a call
+/// of a kernel that a graph input with that dim binds (ONNXOpsFill.cpp).
+Value *emitSymbolicRange(NodeContext &c, const std::string &symbol, DType dtype,
+                         llvm::StringRef nameHint);
 /// A shape value with symbolic elements (seq, batch * 4) as a tensor of its
 /// dtype, [n] or 0-d: a call of a kernel that computes them from its
 /// symbolic dims (ONNXOpsFill.cpp).

@@ -174,24 +174,11 @@ static Value *emitIndexKernel(NodeContext &c, const std::string &base, const Typ
   return c.importer.addBinding(std::move(binding), nameHint, problem);
 }
 
-Value *onnximport::emitSymbolicRange(NodeContext &c, const std::string &symbol, double start,
-                                     double step, DType dtype, llvm::StringRef nameHint) {
-  KExprPtr index = KExpr::var("i0"), body;
-  if (isFloatDType(dtype)) {
-    DType compute = computeDType(dtype);
-    body = KExpr::call("add", {KExpr::literal(start, compute),
-                               KExpr::call("multiply", {KExpr::cast(index, compute),
-                                                        KExpr::literal(step, compute)},
-                                           compute)},
-                       compute);
-    body = castTo(body, dtype);
-  } else {
-    body = KExpr::cast(foldIndex(KExpr::Add, KExpr::intConst(int64_t(start)),
-                                 foldIndex(KExpr::Mul, index, KExpr::intConst(int64_t(step)))),
-                       dtype);
-  }
-  return emitIndexKernel(c, "range_" + symbol, Type::tensor(dtype, {Dim::named(symbol)}), body,
-                         {symbol}, "sizes this range", nameHint);
+Value *onnximport::emitSymbolicRange(NodeContext &c, const std::string &symbol, DType dtype,
+                                     llvm::StringRef nameHint) {
+  return emitIndexKernel(c, "range_" + symbol, Type::tensor(dtype, {Dim::named(symbol)}),
+                         KExpr::cast(KExpr::var("i0"), dtype), {symbol}, "sizes this range",
+                         nameHint);
 }
 
 Value *onnximport::emitShapeValue(NodeContext &c, const ShapeValue &shape,
@@ -207,9 +194,7 @@ Value *onnximport::emitShapeValue(NodeContext &c, const ShapeValue &shape,
     }
     return e;
   };
-  size_t n = shape.elements.size();
-  if (n == 0 || (shape.scalar && n != 1))
-    return c.fail("a shape value of " + std::to_string(n) + " elements as a tensor"), nullptr;
+  size_t n = shape.elements.size(); // >= 1: one of them is symbolic
   KExprPtr body = elementExpr(shape.elements[n - 1]);
   for (size_t k = n - 1; k-- > 0;)
     body = KExpr::select(KExpr::binary(KExpr::Eq, KExpr::var("i0"), KExpr::intConst(int64_t(k))),
@@ -235,8 +220,8 @@ Value *onnximport::indexVector(NodeContext &c, const Dim &n, int64_t trailing,
       data.setInt(k, k);
     return c.emitConstant(std::move(data), hint);
   }
-  Value *range = emitSymbolicRange(c, n.symbol, 0, 1, DType::i64,
-                                   trailing ? hint.str() + "_range" : hint.str());
+  Value *range =
+      emitSymbolicRange(c, n.symbol, DType::i64, trailing ? hint.str() + "_range" : hint.str());
   if (!range || !trailing)
     return range;
   std::vector<int64_t> axes;
@@ -267,7 +252,7 @@ static bool convertSymbolicRange(NodeContext &c, const ShapeValue &limit) {
     return c.fail("limit (input 1) involves the symbolic dim '" + symbol +
                   "'; a range over a symbolic dim must start at 0 with delta 1 (--dim " +
                   symbol + "=SIZE fixes its size)");
-  Value *range = emitSymbolicRange(c, length->symbol, 0, 1, limit.dtype, c.node.output(0));
+  Value *range = emitSymbolicRange(c, length->symbol, limit.dtype, c.node.output(0));
   return range && (c.define(0, range), true);
 }
 

@@ -326,6 +326,10 @@ Value *NodeContext::emit(llvm::StringRef op, std::vector<Operand> operands, Attr
       for (const Dim &dim : operand.value->type.getShape())
         if (dim.isSymbolic() && !llvm::is_contained(symbols, dim.symbol))
           symbols.push_back(dim.symbol);
+  if (const Attr *shape = attrs.get("shape"); shape && shape->kind == Attr::List)
+    for (const Attr &entry : shape->list) // a reshape's or broadcast's target dims
+      if (entry.kind == Attr::Ident && !llvm::is_contained(symbols, entry.text))
+        symbols.push_back(entry.text);
   auto binding = std::make_unique<Binding>();
   binding->kind = ExprKind::Op;
   binding->callee = op.str();
@@ -347,14 +351,18 @@ Value *NodeContext::emit(llvm::StringRef op, std::vector<Operand> operands, Attr
           return true;
       return false;
     };
+    // The dims the message names (a reshape that no symbolic size divides,
+    // as when two inputs name one dim differently), else all of them where
+    // it speaks of symbolic dims.
     std::vector<SymbolicSize> sizes;
     for (const std::string &symbol : symbols)
       if (named(symbol))
         sizes.push_back(SymbolicSize{1, {symbol}});
+    bool aboutSymbols = !sizes.empty() || text.contains("symbolic") || text.contains("a product");
     if (sizes.empty())
       for (const std::string &symbol : symbols)
         sizes.push_back(SymbolicSize{1, {symbol}});
-    if (!sizes.empty() && (text.contains("symbolic") || text.contains("a product")))
+    if (!sizes.empty() && aboutSymbols && !text.contains("--dim"))
       problem += " (" + dimOptions(sizes) +
                  (sizes.size() == 1 ? " fixes a dim's size)" : " fixes the dims' sizes)");
     fail(problem);

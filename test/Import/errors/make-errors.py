@@ -245,6 +245,21 @@ def main():
         [const("zero", np.int64(0)), const("axes", np.int64([0])),
          const("axes1", np.int64([1])), const("table", np.ones(8, np.float32))]))
 
+    # Two inputs that name one dim differently (PyTorch's list-form
+    # dynamic_axes names each input's dims apart): the reshape's message
+    # names every dim it involves, and the --dim that fixes them.
+    save("reshape_other_dim_name", model(
+        [helper.make_node("Shape", ["ids"], ["ids_shape"], name="shape"),
+         helper.make_node("Gather", ["ids_shape", "zero"], ["ids_batch"], name="batch", axis=0),
+         helper.make_node("Unsqueeze", ["ids_batch", "axes"], ["ids_batch1"], name="batch1"),
+         helper.make_node("Concat", ["ids_batch1", "minus_one"], ["target"], name="target",
+                          axis=0),
+         helper.make_node("Reshape", ["mask", "target"], ["y"], name="flatten")],
+        [vi("ids", ["ids_dynamic_axes_1", 4]), vi("mask", ["am_dynamic_axes_1", 4])],
+        [vi("y", [None, None])],
+        [const("zero", np.int64(0)), const("axes", np.int64([0])),
+         const("minus_one", np.int64([-1]))]))
+
     # Model-local functions that cannot be inlined.
     def with_functions(nodes, functions):
         m = model(nodes, [vi("x", [4])], [vi("y", [4])],

@@ -271,13 +271,18 @@ static bool convertTopK(NodeContext &c) {
   std::optional<std::pair<int64_t, Dim>> axis = scanAxis(c, x, c.attrInt("axis", -1));
   if (!axis)
     return false;
-  if (axis->second.isSymbolic())
-    return c.fail("the axis must have a static size, not '" + axis->second.symbol +
-                  "' (--dim " + axis->second.symbol + "=SIZE fixes its size)");
-  int64_t a = axis->first, n = axis->second.size;
   constexpr int64_t kMaxRounds = 64, kMaxRanked = 4096;
+  int64_t a = axis->first;
+  const Dim extent = axis->second;
+  // Over a symbolic axis, the rounds, without ONNX's check that k is at most
+  // the axis' size: a run with fewer elements (invalid ONNX) gives rounds
+  // past them the index 2^62 (and a float value 0, an integer's extreme).
+  int64_t n = extent.isStatic() ? extent.size : kMaxRounds;
   if (kValue->size() != 1 || (*kValue)[0] < 0 || (*kValue)[0] > n)
-    return c.fail("k must be one value in [0, " + std::to_string(n) + "]");
+    return c.fail(extent.isStatic() ? "k must be one value in [0, " + std::to_string(n) + "]"
+                                    : "k must be one value in [0, 64] along the symbolic axis '" +
+                                          extent.symbol + "' (--dim " + extent.symbol +
+                                          "=SIZE fixes its size)");
   int64_t k = (*kValue)[0];
   if (k == 0) { // empty results, the axis of size 0
     Shape empty = x->type.getShape();
@@ -300,7 +305,8 @@ static bool convertTopK(NodeContext &c) {
   Attrs kept;
   kept.set("axis", makeIntList({a}));
   kept.set("keepdims", Attr::makeBool(true));
-  Value *index = indexVector(c, Dim::of(n), x->type.getRank() - a - 1, name + "_index");
+  Value *index = indexVector(c, extent, x->type.getRank() - a - 1, name + "_index");
+  double notFound = notFoundIndex(extent);
   auto emit = [&](const char *op, std::vector<Operand> operands, const std::string &hint,
                   Attrs attrs = {}) {
     for (const Operand &operand : operands)
@@ -310,7 +316,7 @@ static bool convertTopK(NodeContext &c) {
   };
   auto firstOf = [&](Value *hit, const std::string &hint) {
     Value *candidates = emit("where", {Operand::of(hit), Operand::of(index),
-                                       NodeContext::literal(double(n), DType::i64)},
+                                       NodeContext::literal(notFound, DType::i64)},
                              hint + "_candidates");
     return emit("min", {Operand::of(candidates)}, hint, kept);
   };
@@ -346,7 +352,7 @@ static bool convertTopK(NodeContext &c) {
       // largest: a NaN if one is left; smallest: a number if one is left.
       Value *preferred = largest ? firstNaN : chosen, *fallback = largest ? chosen : firstNaN;
       Value *found = emit("less", {Operand::of(preferred),
-                                   NodeContext::literal(double(n), DType::i64)},
+                                   NodeContext::literal(notFound, DType::i64)},
                           step + "_found");
       chosen = emit("where", {Operand::of(found), Operand::of(preferred), Operand::of(fallback)},
                     step + "_chosen");

@@ -821,6 +821,16 @@ for largest in (1, 0):
             nodes.append(helper.make_node("Identity", ["values"], ["y"]))
         run_model("topk_%s_%s" % ("largest" if largest else "smallest", output), nodes, ranked,
                   [numpy_helper.from_array(np.array([3], np.int64), "k")], expected)
+# Along a symbolic axis (the index vector a range kernel): the same order.
+for largest in (1, 0):
+    order = np.array([topk_order(row, largest)[:3] for row in ranked])
+    run_model("topk_symbolic_axis_%s" % ("largest" if largest else "smallest"), [
+        helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=1, largest=largest),
+        helper.make_node("Cast", ["indices"], ["fi"], to=TensorProto.FLOAT),
+        helper.make_node("Concat", ["values", "fi"], ["y"], axis=1)], ranked,
+        [numpy_helper.from_array(np.array([3], np.int64), "k")],
+        np.concatenate([np.take_along_axis(ranked, order, 1), order.astype(np.float32)], 1),
+        x_dims=[4, "n"])
 # k = 0: empty values and indices (concatenated to x, which they leave as is).
 run_model("topk_k0", [
     helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=1),

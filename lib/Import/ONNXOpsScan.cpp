@@ -27,7 +27,7 @@
 //                    summed), then output r takes the element of rank r
 //                    (a k x n match summed): n <= 4096.
 // The index vectors are constants, or over a symbolic axis range kernels
-// (emitSymbolicRange); TopK needs a static axis (k is checked against it).
+// (emitSymbolicRange); TopK's ranks need a static axis (its rounds do not).
 //
 //===----------------------------------------------------------------------===//
 #include "ONNXImporter.h"

@@ -19,7 +19,9 @@
 //         its actual output, and every other name, in nested subgraphs too,
 //         becomes "<call's name>/<name>", made unique in the model;
 //      b. an attribute with ref_attr_name takes the call's attribute of that
-//         name; one the call omits is dropped (the operator's default);
+//         name, or the function's default (attribute_proto, IR 9, read from
+//         the unknown fields of ONNX 1.12's classes); else it is dropped
+//         (the operator's default);
 //   3. the expanded list is walked again (functions call functions), with the
 //      chain of calls kept to reject recursion and a bound on the nodes made;
 //   4. a node's subgraph attributes (If, Loop, Scan bodies) are walked the
@@ -30,11 +32,39 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include <map>
 #include <set>
 
 using namespace fusec;
 using namespace fusec::onnximport;
+
+/// FunctionProto.attribute_proto (field 11, IR 9: the attributes that have
+/// a default value), which the ONNX 1.12 classes fusec is built with keep
+/// as unknown fields; false when they do not parse.
+static bool readAttributeDefaults(const onnx::FunctionProto &function,
+                                  std::vector<onnx::AttributeProto> &defaults) {
+  using google::protobuf::internal::WireFormatLite;
+  const std::string &raw = function.unknown_fields();
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t *>(raw.data()),
+                                            int(raw.size()));
+  constexpr uint32_t kAttributeProtoTag = (11 << 3) | WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
+  while (uint32_t tag = in.ReadTag()) {
+    if (tag != kAttributeProtoTag) {
+      if (!WireFormatLite::SkipField(&in, tag))
+        return false;
+      continue;
+    }
+    uint32_t length = 0;
+    std::string bytes;
+    if (!in.ReadVarint32(&length) || !in.ReadString(&bytes, int(length)) ||
+        !defaults.emplace_back().ParseFromString(bytes) || defaults.back().name().empty())
+      return false;
+  }
+  return in.ConsumedEntireMessage();
+}
 
 namespace {
 using FunctionKey = std::pair<std::string, std::string>; // domain, name
@@ -48,9 +78,13 @@ public:
   FunctionInliner(onnx::ModelProto &model, std::string &error) : model(model), error(error) {}
 
   bool run() {
-    for (const onnx::FunctionProto &function : model.functions())
+    for (const onnx::FunctionProto &function : model.functions()) {
       if (!functions.emplace(FunctionKey{function.domain(), function.name()}, &function).second)
         return fail("local function '" + describe(function) + "' is defined twice");
+      if (!readAttributeDefaults(function, defaults[&function]))
+        return fail("local function '" + describe(function) +
+                    "': its attribute defaults (attribute_proto) do not parse");
+    }
     if (functions.empty())
       return true;
     for (const onnx::OperatorSetIdProto &entry : model.opset_import())
@@ -144,8 +178,15 @@ private:
     if (call.output_size() > function.output_size())
       return fail(what + " for " + std::to_string(call.output_size()) +
                   " outputs; it declares " + std::to_string(function.output_size()));
+    const std::vector<onnx::AttributeProto> &defaultValues = defaults.at(&function);
+    auto defaultOf = [&](const std::string &name) -> const onnx::AttributeProto * {
+      auto found = llvm::find_if(defaultValues, [&](const onnx::AttributeProto &attr) {
+        return attr.name() == name;
+      });
+      return found == defaultValues.end() ? nullptr : &*found;
+    };
     for (const onnx::AttributeProto &attr : call.attribute())
-      if (!llvm::is_contained(function.attribute(), attr.name()))
+      if (!llvm::is_contained(function.attribute(), attr.name()) && !defaultOf(attr.name()))
         return fail(what + " with the attribute '" + attr.name() +
                     "', which the function does not declare");
     for (const onnx::OperatorSetIdProto &entry : function.opset_import())
@@ -189,10 +230,12 @@ private:
           *attributes.Add() = attr;
           continue;
         }
-        auto given = llvm::find_if(call.attribute(), [&](const onnx::AttributeProto &a) {
+        auto found = llvm::find_if(call.attribute(), [&](const onnx::AttributeProto &a) {
           return a.name() == attr.ref_attr_name();
         });
-        if (given == call.attribute().end())
+        const onnx::AttributeProto *given =
+            found != call.attribute().end() ? &*found : defaultOf(attr.ref_attr_name());
+        if (!given)
           continue;
         if (attr.type() != onnx::AttributeProto::UNDEFINED && given->type() != attr.type())
           return fail(what + ": its attribute '" + given->name() + "' has another type than " +
@@ -252,6 +295,7 @@ private:
   onnx::ModelProto &model;
   std::string &error;
   std::map<FunctionKey, const onnx::FunctionProto *> functions;
+  std::map<const onnx::FunctionProto *, std::vector<onnx::AttributeProto>> defaults;
   std::set<std::string> usedNames;            // value names, and call prefixes
   std::map<std::string, unsigned> nextSuffix; // the last suffix tried per base
   int64_t modelOpset = -1;

@@ -285,6 +285,11 @@ def main():
         [function("F", relu_body)]))
     save("function_twice", with_functions([call()], [function("F", relu_body)] * 2))
     save("function_other_opset", with_functions([call()], [function("F", relu_body, opset=13)]))
+    # An attribute default (attribute_proto, field 11, which ONNX 1.12's
+    # classes lack: appended as bytes) that is no AttributeProto.
+    bad_default = onnx.FunctionProto.FromString(
+        function("F", relu_body).SerializeToString() + b"\x5a\x02\xff\xff")
+    save("function_bad_default", with_functions([call()], [bad_default]))
     # Each function calls the one below twice: 2^30 Relus once expanded.
     doubling = [function("F0", relu_body)] + [function("F%d" % i, [
         helper.make_node("F%d" % (i - 1), ["a"], ["t"], domain="local"),

@@ -1559,6 +1559,29 @@ run_model("function_attribute_ref", [
     call("ScaledLeaky", ["x", "two"], ["h"], "first", slope=0.5),
     call("ScaledLeaky", ["h", "two"], ["y"], "second")], x, [two],
     leaky_ref(leaky_ref(x, 0.5) * 2, 0.01) * 2, functions=[leaky])
+# An attribute default (FunctionProto.attribute_proto, field 11 from IR 9;
+# ONNX 1.12's classes lack it, so its bytes are appended): a call that omits
+# the attribute takes the function's default 0.3, not LeakyRelu's 0.01.
+def with_attribute_default(function, attribute):
+    data = attribute.SerializeToString()
+    length, size = b"", len(data)
+    while True:
+        length += bytes([(size & 0x7F) | (0x80 if size > 0x7F else 0)])
+        size >>= 7
+        if not size:
+            break
+    return onnx.FunctionProto.FromString(function.SerializeToString() + b"\x5a" + length + data)
+
+
+slope_node = helper.make_node("LeakyRelu", ["a"], ["r"])
+slope_node.attribute.append(onnx.AttributeProto(name="alpha", ref_attr_name="slope",
+                                                type=onnx.AttributeProto.FLOAT))
+defaulted = with_attribute_default(local_function("Leaky", ["a"], ["r"], [slope_node]),
+                                   helper.make_attribute("slope", 0.3))
+run_model("function_attribute_default", [
+    call("Leaky", ["x"], ["h"], "defaulted"),
+    call("Leaky", ["h"], ["y"], "given", slope=0.5)], x, [],
+    leaky_ref(leaky_ref(x, 0.3), 0.5), functions=[defaulted])
 # A function calling a function, an If in a function body reading the
 # function's input from its branch, and a formal output that is a formal
 # input (the call's output is that input).

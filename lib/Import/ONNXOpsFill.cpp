@@ -122,21 +122,12 @@ static bool convertConstantOfShape(NodeContext &c) {
 static Value *emitIndexKernel(NodeContext &c, const std::string &base, const Type &type,
                               KExprPtr body, const std::vector<std::string> &symbols,
                               const char *what, llvm::StringRef nameHint) {
-  Function &function = *c.importer.function;
-  std::vector<Value *> carriers;
-  for (const std::string &symbol : symbols) {
-    auto carrier = llvm::find_if(function.params, [&](const std::unique_ptr<Value> &param) {
-      return param->type.isTensor() &&
-             llvm::any_of(param->type.getShape(),
-                          [&](const Dim &dim) { return dim.isSymbolic() && dim.symbol == symbol; });
-    });
-    if (carrier == function.params.end())
-      return c.fail("no graph input has the dim '" + symbol + "' that " + what + " (--dim " +
-                    symbol + "=SIZE fixes its size)"),
-             nullptr;
-    if (!llvm::is_contained(carriers, carrier->get()))
-      carriers.push_back(carrier->get());
-  }
+  std::vector<std::string> unbound;
+  std::vector<Value *> carriers = dimCarriers(*c.importer.function, symbols, &unbound);
+  if (!unbound.empty())
+    return c.fail("no graph input has the dim '" + unbound[0] + "' that " + what + " (--dim " +
+                  unbound[0] + "=SIZE fixes its size)"),
+           nullptr;
   auto kernel = std::make_unique<Kernel>();
   for (size_t k = 0; k < carriers.size(); ++k)
     kernel->inputs.push_back(
@@ -232,10 +223,11 @@ Value *onnximport::indexVector(NodeContext &c, const Dim &n, int64_t trailing,
   return c.emit("expand_dims", {Operand::of(range)}, attrs, hint);
 }
 
-/// Range(start, limit, delta) whose limit is a symbolic dim (an integer or
-/// a float one, torch.arange(T, dtype=float)): start 0 and delta 1 make its
-/// length the dim; other forms need --dim.
-static bool convertSymbolicRange(NodeContext &c, const ShapeValue &limit) {
+/// Range(start, limit, delta) with a symbolic dim among its inputs: a limit
+/// that is one (an integer or a float one, torch.arange(T, dtype=float)),
+/// with start 0 and delta 1, makes its length the dim; other forms need
+/// --dim.
+static bool convertSymbolicRange(NodeContext &c) {
   auto scalarOf = [&](size_t i) -> std::optional<double> {
     if (const TensorData *data = c.constant(i); data && data->getNumElements() == 1)
       return data->get(0);
@@ -244,29 +236,29 @@ static bool convertSymbolicRange(NodeContext &c, const ShapeValue &limit) {
       return double(value->elements[0].size);
     return std::nullopt;
   };
-  std::optional<double> start = scalarOf(0), delta = scalarOf(2);
-  std::optional<Dim> length =
-      limit.elements.size() == 1 ? limit.elements[0].asDim() : std::optional<Dim>();
-  const std::string &symbol = *limit.firstSymbol();
-  if (start != 0.0 || delta != 1.0 || !length || length->isStatic())
-    return c.fail("limit (input 1) involves the symbolic dim '" + symbol +
-                  "'; a range over a symbolic dim must start at 0 with delta 1 (--dim " +
-                  symbol + "=SIZE fixes its size)");
-  Value *range = emitSymbolicRange(c, length->symbol, limit.dtype, c.node.output(0));
-  return range && (c.define(0, range), true);
+  std::optional<ShapeValue> limit = c.shapeValue(1);
+  std::optional<Dim> length = limit && limit->elements.size() == 1
+                                  ? limit->elements[0].asDim()
+                                  : std::optional<Dim>();
+  if (scalarOf(0) == 0.0 && scalarOf(2) == 1.0 && length && length->isSymbolic()) {
+    Value *range = emitSymbolicRange(c, length->symbol, limit->dtype, c.node.output(0));
+    return range && (c.define(0, range), true);
+  }
+  for (size_t i = 0; i < 3; ++i)
+    if (std::optional<ShapeValue> value = c.shapeValue(i))
+      if (const std::string *symbol = value->firstSymbol())
+        return c.fail(std::string(i == 0 ? "start" : i == 1 ? "limit" : "delta") +
+                      " (input " + std::to_string(i) + ") involves the symbolic dim '" +
+                      *symbol + "'; a range over a symbolic dim must start at 0 with delta 1 "
+                      "(--dim " + *symbol + "=SIZE fixes its size)");
+  return false; // not reached: the caller saw a symbolic input
 }
 
 static bool convertRange(NodeContext &c) {
   const TensorData *start = c.constant(0), *limit = c.constant(1), *delta = c.constant(2);
-  for (size_t i : {0, 2})
-    if (std::optional<ShapeValue> value = c.shapeValue(i))
-      if (const std::string *symbol = value->firstSymbol())
-        return c.fail(std::string(i == 0 ? "start" : "delta") + " (input " + std::to_string(i) +
-                      ") involves the symbolic dim '" + *symbol +
-                      "'; a range over a symbolic dim must start at 0 with delta 1 (--dim " +
-                      *symbol + "=SIZE fixes its size)");
-  if (std::optional<ShapeValue> value = c.shapeValue(1); value && !value->isStatic())
-    return convertSymbolicRange(c, *value);
+  for (size_t i = 0; i < 3; ++i)
+    if (std::optional<ShapeValue> value = c.shapeValue(i); value && !value->isStatic())
+      return convertSymbolicRange(c);
   if (!start || !limit || !delta || start->getNumElements() != 1 ||
       limit->getNumElements() != 1 || delta->getNumElements() != 1)
     return c.fail("start, limit and delta must be one-element constants");

@@ -342,6 +342,14 @@ static bool convertSlice(NodeContext &c) {
     ends->erase(ends->begin() + k);
     steps.erase(steps.begin() + k);
   };
+  // Entry k done as a take of `indices` along `axis`: x becomes it.
+  auto takeEntry = [&](size_t k, int64_t axis, Value *indices) {
+    Attrs attrs;
+    attrs.set("axis", Attr::makeInt(axis));
+    x = indices ? c.emit("take", {Operand::of(x), Operand::of(indices)}, attrs) : nullptr;
+    dropEntry(k);
+    return x != nullptr;
+  };
   // x[..., 0:seq] of a static dim takes the indices arange(seq): the
   // result's dim is seq, which must then not exceed the dim (a larger one
   // reads out of range: an error in the interpreter, clamped on a GPU).
@@ -359,15 +367,10 @@ static bool convertSlice(NodeContext &c) {
                     ": a symbolic end is supported from start 0 with step 1 on a static "
                     "dim or the same dim (" + dimOptions({*symbolicEnds[k]}) +
                     " fixes its size)");
-    if (dim.isStatic()) {
-      Value *indices = indexVector(c, *end, 0, c.node.output(0) + "_indices");
-      Attrs attrs;
-      attrs.set("axis", Attr::makeInt(axis));
-      x = indices ? c.emit("take", {Operand::of(x), Operand::of(indices)}, attrs) : nullptr;
-      if (!x)
-        return false;
-    }
-    dropEntry(k);
+    if (dim.isSymbolic())
+      dropEntry(k); // the whole dim
+    else if (!takeEntry(k, axis, indexVector(c, *end, 0, c.node.output(0) + "_indices")))
+      return false;
   }
   for (size_t k = axes.size(); k-- > 0;) {
     int64_t axis = axes[k] < 0 ? axes[k] + rank : axes[k];
@@ -406,13 +409,9 @@ static bool convertSlice(NodeContext &c) {
     TensorData indices(DType::i64, {count});
     for (int64_t i = 0; i < count; ++i)
       indices.setInt(i, start + i * step);
-    Value *positions = c.emitConstant(std::move(indices), c.node.output(0) + "_positions");
-    Attrs take;
-    take.set("axis", Attr::makeInt(axis));
-    x = positions ? c.emit("take", {Operand::of(x), Operand::of(positions)}, take) : nullptr;
-    if (!x)
+    if (!takeEntry(k, axis,
+                   c.emitConstant(std::move(indices), c.node.output(0) + "_positions")))
       return false;
-    dropEntry(k);
   }
   if (axes.empty())
     return c.define(0, x), true;

@@ -81,7 +81,6 @@ bool Legalize::run(Module &module, PassContext &context) {
     usedNames.insert(function->name);
   for (const auto &kernel : module.kernels) {
     usedNames.insert(kernel->name);
-    std::string text = printKernel(*kernel);
     // Existing kernels are shared too, under their own names.
     std::unique_ptr<Kernel> copy = std::make_unique<Kernel>(*kernel);
     copy->name = "_";

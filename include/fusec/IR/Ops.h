@@ -234,6 +234,9 @@ std::vector<std::string> introducedSymbols(const Binding &binding);
 /// it, so after verification there is none).
 std::vector<Value *> dimCarriers(const Function &function, const Binding &binding,
                                  std::vector<std::string> *unbound = nullptr);
+/// The same for the dims `symbols` (the importer's range and shape kernels).
+std::vector<Value *> dimCarriers(const Function &function, llvm::ArrayRef<std::string> symbols,
+                                 std::vector<std::string> *unbound = nullptr);
 
 /// NumPy broadcasting of two shapes; symbolic dims must be equal by name.
 /// On a mismatch returns std::nullopt and sets `error`.

@@ -287,8 +287,14 @@ std::vector<std::string> fusec::introducedSymbols(const Binding &binding) {
 
 std::vector<Value *> fusec::dimCarriers(const Function &function, const Binding &binding,
                                         std::vector<std::string> *unbound) {
+  return dimCarriers(function, introducedSymbols(binding), unbound);
+}
+
+std::vector<Value *> fusec::dimCarriers(const Function &function,
+                                        llvm::ArrayRef<std::string> symbols,
+                                        std::vector<std::string> *unbound) {
   std::vector<Value *> carriers;
-  for (const std::string &symbol : introducedSymbols(binding)) {
+  for (const std::string &symbol : symbols) {
     if (llvm::any_of(carriers,
                      [&](const Value *carrier) { return hasSymbol(carrier->type, symbol); }))
       continue;

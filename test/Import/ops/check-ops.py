@@ -831,6 +831,15 @@ for largest in (1, 0):
         [numpy_helper.from_array(np.array([3], np.int64), "k")],
         np.concatenate([np.take_along_axis(ranked, order, 1), order.astype(np.float32)], 1),
         x_dims=[4, "n"])
+# A run with fewer elements than k along the symbolic axis (invalid ONNX,
+# which the import cannot check): the rounds past them give the index 2^62.
+short = np.ascontiguousarray(ranked[:, :2])
+order = np.array([topk_order(row, 1)[:2] for row in short], np.float32)
+run_model("topk_symbolic_axis_short", [
+    helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=1),
+    helper.make_node("Cast", ["indices"], ["y"], to=TensorProto.FLOAT)], short,
+    [numpy_helper.from_array(np.array([3], np.int64), "k")],
+    np.concatenate([order, np.full((4, 1), 2.0 ** 62, np.float32)], 1), x_dims=[4, "n"])
 # k = 0: empty values and indices (concatenated to x, which they leave as is).
 run_model("topk_k0", [
     helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=1),

@@ -260,6 +260,17 @@ def main():
         [const("zero", np.int64(0)), const("axes", np.int64([0])),
          const("minus_one", np.int64([-1]))]))
 
+    # A Pad of a symbolic dim (its padded size, seq + 2, is no FIR dim), and a
+    # GatherElements of data with two symbolic dims: each message names every
+    # dim and the --dim that fixes it.
+    save("pad_symbolic_dim", model(
+        [helper.make_node("Pad", ["x", "pads"], ["y"], name="pad")],
+        [vi("x", ["seq", 4])], [vi("y", [None, 4])], [const("pads", np.int64([1, 0, 1, 0]))]))
+    save("gather_elements_dynamic", model(
+        [helper.make_node("GatherElements", ["x", "i"], ["y"], name="gather", axis=1)],
+        [vi("x", ["batch", "seq"]), vi("i", ["batch", 1], TensorProto.INT64)],
+        [vi("y", ["batch", 1])]))
+
     # Model-local functions that cannot be inlined.
     def with_functions(nodes, functions):
         m = model(nodes, [vi("x", [4])], [vi("y", [4])],

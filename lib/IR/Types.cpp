@@ -224,6 +224,22 @@ bool Type::operator==(const Type &other) const {
   return dtype == other.dtype && shape == other.shape;
 }
 
+Type Type::withDims(const std::map<std::string, Dim> &dims) const {
+  if (isTuple()) {
+    std::vector<Type> renamed;
+    for (const Type &field : fields)
+      renamed.push_back(field.withDims(dims));
+    return Type::tuple(renamed);
+  }
+  Shape renamed = shape;
+  for (Dim &dim : renamed) {
+    auto it = dim.isSymbolic() ? dims.find(dim.symbol) : dims.end();
+    if (it != dims.end())
+      dim = it->second;
+  }
+  return Type::tensor(dtype, renamed);
+}
+
 std::string Type::str() const {
   std::string text;
   if (isTupleType) {

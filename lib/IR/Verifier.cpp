@@ -129,23 +129,6 @@ static bool bindSymbols(const Type &param, const Type &arg,
   return true;
 }
 
-static Type substituteSymbols(const Type &type,
-                              const std::map<std::string, Dim> &symbols) {
-  if (type.isTuple()) {
-    std::vector<Type> fields;
-    for (const Type &field : type.getFields())
-      fields.push_back(substituteSymbols(field, symbols));
-    return Type::tuple(fields);
-  }
-  Shape shape = type.getShape();
-  for (Dim &dim : shape) {
-    auto it = dim.isSymbolic() ? symbols.find(dim.symbol) : symbols.end();
-    if (it != symbols.end())
-      dim = it->second;
-  }
-  return Type::tensor(type.getDType(), shape);
-}
-
 std::optional<Type> Checker::inferCall(const Binding &binding) {
   // `call @f` binds a function's parameters, `call_kernel @k` a kernel's
   // input buffers; both substitute the bound symbolic dims in the result.
@@ -195,7 +178,7 @@ std::optional<Type> Checker::inferCall(const Binding &binding) {
                        params[i].first + "' " + problem),
              std::nullopt;
   }
-  return substituteSymbols(resultType, symbols);
+  return resultType.withDims(symbols);
 }
 
 std::optional<Type> Checker::inferBinding(const Binding &binding) {

@@ -473,6 +473,14 @@ bool Importer::run(const onnx::ModelProto &model) {
     return error = "sparse initializers are not supported", false;
   std::set<std::string> boundDims;
   std::map<std::string, std::string> dimNames;
+  // An alias's target may itself be an alias of an earlier round.
+  std::map<std::string, Dim> aliasedDims;
+  for (const auto &entry : dimAliases) {
+    std::string target = entry.second;
+    while (dimAliases.count(target))
+      target = dimAliases.at(target);
+    aliasedDims[entry.first] = Dim::named(target);
+  }
   for (const onnx::ValueInfoProto &input : graph.input()) {
     if (initializerNames.count(input.name()))
       continue; // an initializer listed as an input: a constant
@@ -483,7 +491,10 @@ bool Importer::run(const onnx::ModelProto &model) {
       return false;
     auto param = std::make_unique<Value>();
     param->name = valueName(input.name());
-    param->type = *type;
+    param->type = type->withDims(aliasedDims);
+    for (const Dim &dim : param->type.getShape())
+      if (dim.isSymbolic() && !llvm::is_contained(inputDims, dim.symbol))
+        inputDims.push_back(dim.symbol);
     values[input.name()] = param.get();
     function->params.push_back(std::move(param));
   }
@@ -634,7 +645,6 @@ std::unique_ptr<Module> fusec::importONNX(llvm::StringRef path, const ONNXImport
   auto module = std::make_unique<Module>();
   std::string directory = llvm::sys::path::parent_path(path).str();
   module->sourceDirectory = directory.empty() ? "." : directory;
-  Importer importer(*module, options, module->sourceDirectory);
   // Names come from the file: escape what would break the message's line.
   auto printable = [&](const std::string &message) {
     std::string text = path.str() + ": ";
@@ -643,14 +653,42 @@ std::unique_ptr<Module> fusec::importONNX(llvm::StringRef path, const ONNXImport
                                     : "\\x" + llvm::utohexstr(c, true, 2);
     return text;
   };
-  if (!inlineLocalFunctions(model, importer.error) || !importer.run(model)) {
-    error = printable(importer.error);
+  if (!inlineLocalFunctions(model, error)) {
+    error = printable(error);
     return nullptr;
   }
-  if (warnings)
-    for (const std::string &warning : importer.warnings)
-      warnings->push_back(printable(warning));
-  return module;
+  // Each round that fails only because an op equates two input dims merges
+  // them and imports again (ONNXDimUnification.cpp).
+  std::map<std::string, std::string> dimAliases;
+  std::vector<std::string> merged;
+  for (;;) {
+    Importer importer(*module, options, module->sourceDirectory);
+    importer.dimAliases = dimAliases;
+    if (importer.run(model)) {
+      if (warnings) {
+        for (const std::string &warning : merged)
+          warnings->push_back(printable(warning));
+        for (const std::string &warning : importer.warnings)
+          warnings->push_back(printable(warning));
+      }
+      return module;
+    }
+    if (!importer.equatedDims) {
+      error = printable(importer.error);
+      return nullptr;
+    }
+    std::string dims;
+    for (const auto &[kept, dropped] : importer.equatedDims->pairs) {
+      dimAliases[dropped] = kept;
+      dims += (dims.empty() ? "'" : ", '") + dropped + "' as '" + kept + "'";
+    }
+    merged.push_back("the graph inputs' dims are merged (" + dims + "): " +
+                     importer.equatedDims->node +
+                     " types only if they are equal; inputs that give them different sizes "
+                     "are rejected when the program runs");
+    module = std::make_unique<Module>();
+    module->sourceDirectory = directory.empty() ? "." : directory;
+  }
 }
 
 std::vector<std::string> fusec::supportedONNXOps() {

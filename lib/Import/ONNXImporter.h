@@ -170,6 +170,8 @@ public:
   bool hasOutput(size_t i) const;
 
   /// Reports `message` against this node; returns false.
+  /// `node 'X' (Add, opset 13)`, or the node computing its first output.
+  std::string describe() const;
   bool fail(const llvm::Twine &message);
   /// The FIR dtype of ONNX element type `type`, or an error.
   std::optional<DType> dtypeOf(int64_t onnxType, const char *what);
@@ -312,6 +314,13 @@ void registerShapeOps(std::vector<OpConverter> &table);
 void registerControlOps(std::vector<OpConverter> &table);
 void registerScatterOps(std::vector<OpConverter> &table);
 
+/// Two graph-input dims that an op's typing needs equal (ONNXDimUnification.cpp).
+struct EquatedDims {
+  /// (kept, dropped): `dropped` is taken to be `kept`, an earlier input's.
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::string node; // the op's node, described
+};
+
 class Importer {
 public:
   Importer(Module &module, const ONNXImportOptions &options, std::string modelDirectory)
@@ -351,6 +360,16 @@ public:
   std::set<std::string> neededNames;
   std::string error;
   std::vector<std::string> warnings;
+  /// Graph-input dims taken to be another's (by FIR name), from earlier
+  /// rounds of the import, and the graph inputs' symbolic dims in order.
+  std::map<std::string, std::string> dimAliases;
+  std::vector<std::string> inputDims;
+  /// Set when an op failed to type only because two input dims differ.
+  std::optional<EquatedDims> equatedDims;
+  /// Tries merging each pair of the input dims that a failed op names
+  /// (ONNXDimUnification.cpp).
+  void noteEquatedDims(const std::string &node, llvm::StringRef op,
+                       const std::vector<Operand> &operands, const Attrs &attrs);
 
   /// A FIR value name for ONNX name `name` (sanitized, unique).
   std::string valueName(llvm::StringRef name);

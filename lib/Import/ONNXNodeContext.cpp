@@ -28,14 +28,17 @@ bool NodeContext::hasOutput(size_t i) const {
   return i < size_t(node.output_size()) && !node.output(int(i)).empty();
 }
 
-bool NodeContext::fail(const llvm::Twine &message) {
+std::string NodeContext::describe() const {
   // A node without a name is named by its first output.
   std::string which = !node.name().empty() ? "node '" + node.name() + "'"
                       : node.output_size()  ? "the node computing '" + node.output(0) + "'"
                                             : std::string("a node without name or outputs");
+  return which + " (" + node.op_type() + ", opset " + std::to_string(opset) + ")";
+}
+
+bool NodeContext::fail(const llvm::Twine &message) {
   if (importer.error.empty())
-    importer.error = which + " (" + node.op_type() + ", opset " + std::to_string(opset) +
-                     "): " + message.str();
+    importer.error = describe() + ": " + message.str();
   return false;
 }
 
@@ -333,12 +336,14 @@ Value *NodeContext::emit(llvm::StringRef op, std::vector<Operand> operands, Attr
   auto binding = std::make_unique<Binding>();
   binding->kind = ExprKind::Op;
   binding->callee = op.str();
-  binding->operands = std::move(operands);
-  binding->attrs = std::move(attrs);
+  binding->operands = operands;
+  binding->attrs = attrs;
   std::string problem;
   std::string hint = nameHint.empty() && node.output_size() ? node.output(0) : nameHint.str();
   Value *value = importer.addBinding(std::move(binding), hint, problem);
   if (!value) {
+    if (!importer.equatedDims && !symbols.empty())
+      importer.noteEquatedDims(describe(), op, operands, attrs);
     llvm::StringRef text(problem);
     auto isNameChar = [](char ch) {
       return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';

@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -102,6 +103,9 @@ public:
   const std::vector<Type> &getFields() const { return fields; }
   /// The element count when every dimension is static.
   std::optional<int64_t> getStaticNumElements() const;
+  /// This type with each symbolic dim that `dims` names replaced by its
+  /// entry (in every field of a tuple).
+  Type withDims(const std::map<std::string, Dim> &dims) const;
 
   bool operator==(const Type &other) const;
   bool operator!=(const Type &other) const { return !(*this == other); }

@@ -259,6 +259,18 @@ def main():
         [vi("y", [None, None])],
         [const("zero", np.int64(0)), const("axes", np.int64([0])),
          const("minus_one", np.int64([-1]))]))
+    # The same reshape to [batch, 3]: no merge of the dims makes it type.
+    save("reshape_other_dim_name_indivisible", model(
+        [helper.make_node("Shape", ["ids"], ["ids_shape"], name="shape"),
+         helper.make_node("Gather", ["ids_shape", "zero"], ["ids_batch"], name="batch", axis=0),
+         helper.make_node("Unsqueeze", ["ids_batch", "axes"], ["ids_batch1"], name="batch1"),
+         helper.make_node("Concat", ["ids_batch1", "three"], ["target"], name="target",
+                          axis=0),
+         helper.make_node("Reshape", ["mask", "target"], ["y"], name="flatten")],
+        [vi("ids", ["ids_dynamic_axes_1", 4]), vi("mask", ["am_dynamic_axes_1", 4])],
+        [vi("y", [None, None])],
+        [const("zero", np.int64(0)), const("axes", np.int64([0])),
+         const("three", np.int64([3]))]))
 
     # A Pad of a symbolic dim (its padded size, seq + 2, is no FIR dim), and a
     # GatherElements of data with two symbolic dims: each message names every

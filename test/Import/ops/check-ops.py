@@ -21,14 +21,18 @@ failures = 0
 
 
 def run_model(name, nodes, x, inits, expected, opset=13, levels=([], ["-O2"]), external=False,
-              suffix="", x_dims=None, tolerance=1e-6, functions=()):
+              suffix="", x_dims=None, tolerance=1e-6, functions=(), more_inputs=()):
     """Builds the graph `nodes` (input x, declared with `x_dims` or x's shape,
-    output y; `functions`, model-local functions it calls), imports it at
-    each level, runs it on x and compares y with `expected`; `suffix` is
-    printed after the result (`ok`, or `FAIL ...`)."""
+    then `more_inputs`, each (name, array, dims); output y; `functions`,
+    model-local functions it calls), imports it at each level, runs it on
+    the inputs and compares y with `expected`; `suffix` is printed after the
+    result (`ok`, or `FAIL ...`)."""
     global failures
+    inputs = [("x", x, x_dims)] + list(more_inputs)
     graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(
-        "x", TensorProto.FLOAT, x_dims or list(x.shape))], [helper.make_tensor_value_info(
+        n, helper.np_dtype_to_tensor_dtype(a.dtype) if hasattr(helper, "np_dtype_to_tensor_dtype")
+        else onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype], d or list(a.shape))
+        for n, a, d in inputs], [helper.make_tensor_value_info(
             "y", TensorProto.FLOAT, None)], initializer=inits)
     domains = sorted({f.domain for f in functions})
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)] +
@@ -40,7 +44,9 @@ def run_model(name, nodes, x, inits, expected, opset=13, levels=([], ["-O2"]), e
                   location=name + ".data", size_threshold=0)
     else:
         open(path, "wb").write(model.SerializeToString())
-    np.save(os.path.join(work, name + ".x.npy"), x)
+    input_files = [os.path.join(work, "%s.%s.npy" % (name, n)) for n, _, _ in inputs]
+    for f, (_, a, _) in zip(input_files, inputs):
+        np.save(f, a)
     fir, out = os.path.join(work, name + ".fir"), os.path.join(work, name + ".out")
     for level in levels:
         label = name + (" -O2" if level else "")
@@ -49,7 +55,7 @@ def run_model(name, nodes, x, inits, expected, opset=13, levels=([], ["-O2"]), e
                            universal_newlines=True)
         if r.returncode == 0:
             r = subprocess.run([os.path.join(bin_dir, "fusec-run"), fir,
-                                "--inputs=" + os.path.join(work, name + ".x.npy"),
+                                "--inputs=" + ",".join(input_files),
                                 "--outputs=" + out], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, universal_newlines=True)
         if r.returncode != 0:
@@ -1606,5 +1612,42 @@ outer = local_function("Outer", ["p"], ["q"], [
     helper.make_node("Add", ["m", "same"], ["q"])])
 run_model("function_nested_if", [call("Outer", ["x"], ["y"], "outer")], x, [],
           np.abs(x) + x, functions=[outer, cond_abs])
+
+# Two graph inputs naming one size differently (PyTorch's list-form
+# dynamic_axes, tf2onnx's unk__N): the dims an op needs equal are merged.
+ua = rng.standard_normal((3, 4)).astype(np.float32)
+ub = rng.standard_normal((3, 4)).astype(np.float32)
+run_model("unify_broadcast", [helper.make_node("Add", ["x", "u"], ["y"])], ua, [], ua + ub,
+          x_dims=["a", 4], more_inputs=[("u", ub, ["b", 4])])
+np.save(os.path.join(work, "unify_broadcast.u_other.npy"), ub[:2])
+table = rng.standard_normal((10, 8)).astype(np.float32)
+hx = rng.standard_normal((2, 5, 8)).astype(np.float32)
+ids = rng.integers(0, 10, (2, 5)).astype(np.int64)
+mask = np.where(rng.random((2, 5)) < 0.3, -1e4, 0).astype(np.float32)
+h = hx + table[ids]
+scores = h @ h.transpose(0, 2, 1) + mask[:, None, :]
+p_ = np.exp(scores - scores.max(-1, keepdims=True))
+p_ /= p_.sum(-1, keepdims=True)
+run_model("unify_attention_mask", [
+    helper.make_node("Gather", ["table", "ids"], ["emb"]),
+    helper.make_node("Add", ["x", "emb"], ["h"]),
+    helper.make_node("Transpose", ["h"], ["ht"], perm=[0, 2, 1]),
+    helper.make_node("MatMul", ["h", "ht"], ["scores"]),
+    helper.make_node("Unsqueeze", ["mask", "one"], ["mask3"]),
+    helper.make_node("Add", ["scores", "mask3"], ["masked"]),
+    helper.make_node("Softmax", ["masked"], ["p"], axis=-1),
+    helper.make_node("MatMul", ["p", "h"], ["y"])], hx,
+    [numpy_helper.from_array(table, "table"), numpy_helper.from_array(np.array([1]), "one")],
+    (p_ @ h).astype(np.float32), x_dims=["batch", "seq", 8], tolerance=1e-5,
+    more_inputs=[("ids", ids, ["ids_dynamic_axes_1", "ids_dynamic_axes_2"]),
+                 ("mask", mask, ["mask_dynamic_axes_1", "mask_dynamic_axes_2"])])
+mk = rng.standard_normal((4, 6)).astype(np.float32)
+mw = rng.standard_normal((6, 3)).astype(np.float32)
+run_model("unify_matmul_contracted", [helper.make_node("MatMul", ["x", "w"], ["y"])], mk, [],
+          mk @ mw, x_dims=["n", "k"], tolerance=1e-5, more_inputs=[("w", mw, ["k_w", 3])])
+ca = rng.standard_normal((3, 2)).astype(np.float32)
+cb = rng.standard_normal((3, 4)).astype(np.float32)
+run_model("unify_concat", [helper.make_node("Concat", ["x", "c"], ["y"], axis=1)], ca, [],
+          np.concatenate([ca, cb], 1), x_dims=["rows", 2], more_inputs=[("c", cb, ["rows_c", 4])])
 print("ops: %d failed" % failures)
 sys.exit(1 if failures else 0)

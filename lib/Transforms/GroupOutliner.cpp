@@ -7,7 +7,8 @@
 //      non-member reads, in the order the block reads them (TVM's
 //      CollectFuncBindings, then CollectFuncBoundary).
 //   2. The function: one dataflow block of the copied members returning the
-//      outputs (a tuple for several). Its text with v0, v1, ... for names is the
+//      outputs (a tuple for several; the block's `output` lists them in
+//      binding order, as TVM prints it). Its text with v0, v1, ... for names is the
 //      sharing key, so that groups equal up to renaming share one function.
 //   3. The call stands for the group, its `get`s in the members' binding
 //      order; outputs keep their Value objects, so every later use stays
@@ -185,9 +186,14 @@ std::string GroupOutliner::makeFunction(const std::vector<Binding *> &members,
     if (!part.empty())
       name += "_" + part;
   }
+  // The block lists its outputs in binding order, as TVM's BlockBuilder
+  // emits them (`R.output(conv, relu)`); the function returns them in the
+  // group's output order (`(relu, conv)` in test_branch_tuple_output).
+  for (Binding *member : members)
+    if (llvm::is_contained(outputs, member->getResult()))
+      body->outputs.push_back(map.lookup(member->getResult()));
   std::vector<Type> outputTypes;
   for (Value *output : outputs) {
-    body->outputs.push_back(map.lookup(output));
     outlined->returnValues.push_back(Operand::of(map.lookup(output)));
     outputTypes.push_back(output->type);
   }

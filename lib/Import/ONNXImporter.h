@@ -256,6 +256,9 @@ Value *padWithConstant(NodeContext &c, Value *x, int64_t axis, int64_t begin, in
 /// have; a 3-D window unrolls at most kMaxDepthTaps of them along depth.
 constexpr int64_t kMaxWindowTaps = int64_t(1) << 24;
 constexpr int64_t kMaxDepthTaps = 1024;
+/// A 3-D convolution over a symbolic batch is one 2-D convolution per
+/// output depth (ONNXOpsVolume.cpp), at most this many.
+constexpr int64_t kMaxDepthConvolutions = 256;
 /// Pool/conv window attributes over S spatial dims: S kernel sizes,
 /// strides and dilations, 2S pads [begins..., ends...].
 struct Window {

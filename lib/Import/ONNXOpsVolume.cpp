@@ -15,7 +15,10 @@
 //            to [N, Do, O, Ho, Wo] and permuted to [N, O, Do, Ho, Wo]; the
 //            bias added per channel.
 //         One convolution, not kd, so the tensor-core schedule sees one
-//         implicit GEMM whose reduction covers the whole window.
+//         implicit GEMM whose reduction covers the whole window. A
+//         symbolic batch N cannot take the depth (N Do is no FIR dim):
+//         then each output depth's [N, kd C, H, W] is convolved on its own
+//         and the Do results are concatenated along the depth.
 //   Pools: the slices combined elementwise first (max, or the sum), then
 //         one 2-D pool over [N, C Do, H, W] (max and sum commute with the
 //         H, W window), reshaped back; the average divides by the number
@@ -128,11 +131,17 @@ bool onnximport::defineConvolution3D(NodeContext &c, Value *x, Value *w,
   if (!split)
     return false;
   const Shape &xs = x->type.getShape(), &ws = w->type.getShape();
-  for (size_t d : {0, 1})
-    if (xs[d].isSymbolic())
-      return c.fail("a 3-D convolution folds depth into the batch, so dim " + std::to_string(d) +
-                    " of " + x->type.str() + " must be static, not '" + xs[d].symbol +
-                    "' (--dim " + xs[d].symbol + "=SIZE fixes its size)");
+  if (xs[1].isSymbolic())
+    return c.fail("the channels of " + x->type.str() + " must be static, not '" + xs[1].symbol +
+                  "' (--dim " + xs[1].symbol + "=SIZE fixes its size)");
+  // A symbolic batch cannot take the depth (N Do is no FIR dim): one
+  // convolution per output depth instead, stacked along the depth.
+  bool perDepth = xs[0].isSymbolic();
+  if (perDepth && split->outputs > kMaxDepthConvolutions)
+    return c.fail("a 3-D convolution over a symbolic batch is one 2-D convolution per output "
+                  "depth, at most " + std::to_string(kMaxDepthConvolutions) + ", not " +
+                  std::to_string(split->outputs) + " (--dim " + xs[0].symbol +
+                  "=SIZE fixes the batch)");
   int64_t channels = xs[1].size;
   if (ws[0].isSymbolic() || ws[1].isSymbolic() || channels % groups != 0 ||
       ws[1].size * groups != channels || ws[0].size % groups != 0)
@@ -156,25 +165,58 @@ bool onnximport::defineConvolution3D(NodeContext &c, Value *x, Value *w,
     attrs.set("axis", Attr::makeInt(2));
     stacked = c.emit("concat", grouped, attrs, name + "_taps");
   }
-  Value *planes = reshapeTo(c, permute(c, stacked, {0, 4, 1, 2, 3, 5, 6}, name + "_depth_major"),
-                            {Dim::of(batch * outputs), Dim::of(taps * channels), xs[3], xs[4]},
-                            name + "_planes");
   Value *weights = tapMajorWeights(c, w, weightData, name);
-  if (!planes || !weights)
+  if (!weights)
     return false;
   Attrs attrs;
   attrs.set("strides", makeIntList(split->plane.strides));
   attrs.set("padding", makeIntList(split->plane.pads));
   attrs.set("dilation", makeIntList(split->plane.dilations));
   attrs.set("groups", Attr::makeInt(groups));
-  Value *conv = c.emit("nn.conv2d", {Operand::of(planes), Operand::of(weights)}, attrs,
-                       name + "_conv");
-  if (!conv)
-    return false;
-  const Shape &cs = conv->type.getShape();
-  Value *result = permute(c, reshapeTo(c, conv, {xs[0], Dim::of(outputs), ws[0], cs[2], cs[3]},
-                                       name + "_by_depth"),
-                          {0, 2, 1, 3, 4}, c.hasInput(2) ? name + "_unbiased" : name);
+  std::string resultName = c.hasInput(2) ? name + "_unbiased" : name;
+  Value *result = nullptr;
+  if (perDepth) {
+    // Output depth o: the taps' [N, g, kd, C/g, 1, H, W] at depth o as
+    // [N, kd C, H, W], convolved, and [N, O, 1, Ho, Wo] concatenated.
+    std::vector<Operand> depths;
+    for (int64_t o = 0; o < outputs; ++o) {
+      std::string at = name + "_depth" + std::to_string(o);
+      Attrs slice;
+      slice.set("axes", makeIntList({4}));
+      slice.set("begin", makeIntList({o}));
+      slice.set("end", makeIntList({o + 1}));
+      Value *taken = c.emit("strided_slice", {Operand::of(stacked)}, slice, at + "_taps");
+      Value *plane = taken ? reshapeTo(c, taken, {xs[0], Dim::of(taps * channels), xs[3], xs[4]},
+                                       at + "_planes")
+                           : nullptr;
+      Value *conv = plane ? c.emit("nn.conv2d", {Operand::of(plane), Operand::of(weights)},
+                                   attrs, at + "_conv")
+                          : nullptr;
+      Attrs axis;
+      axis.set("axis", Attr::makeInt(2));
+      Value *stackable = conv ? c.emit("expand_dims", {Operand::of(conv)}, axis, at) : nullptr;
+      if (!stackable)
+        return false;
+      depths.push_back(Operand::of(stackable));
+    }
+    Attrs axis;
+    axis.set("axis", Attr::makeInt(2));
+    result = depths.size() == 1 ? depths[0].value : c.emit("concat", depths, axis, resultName);
+  } else {
+    Value *planes =
+        reshapeTo(c, permute(c, stacked, {0, 4, 1, 2, 3, 5, 6}, name + "_depth_major"),
+                  {Dim::of(batch * outputs), Dim::of(taps * channels), xs[3], xs[4]},
+                  name + "_planes");
+    Value *conv = planes ? c.emit("nn.conv2d", {Operand::of(planes), Operand::of(weights)}, attrs,
+                                  name + "_conv")
+                         : nullptr;
+    if (!conv)
+      return false;
+    const Shape &cs = conv->type.getShape();
+    result = permute(c, reshapeTo(c, conv, {xs[0], Dim::of(outputs), ws[0], cs[2], cs[3]},
+                                  name + "_by_depth"),
+                     {0, 2, 1, 3, 4}, resultName);
+  }
   if (result && c.hasInput(2)) {
     Value *bias = perChannel(c, 2, 5, name + "_bias");
     result = bias ? c.emit("add", {Operand::of(result), Operand::of(bias)}, {}, name) : nullptr;

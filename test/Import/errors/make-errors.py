@@ -526,6 +526,12 @@ def main():
         [helper.make_node("Conv", ["x", "w"], ["y"], name="conv3d")],
         [vi("x", ["batch", 2, 4, 4, 4])], [vi("y", None)],
         [const("w", np.zeros([4, 2, 3, 3, 3], np.float32))], check=False))
+    # Over a symbolic batch, one 2-D convolution per output depth: 300 are
+    # more than fusec unrolls.
+    save("conv3d_dynamic_batch_deep", model(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv3d")],
+        [vi("x", ["batch", 1, 300, 2, 2])], [vi("y", None)],
+        [const("w", np.zeros([1, 1, 1, 1, 1], np.float32))], check=False))
 
     # A dim named like a dtype (FIR would read f32[f32] as a bad dim name).
     save("dim_named_like_dtype", model(

@@ -1003,10 +1003,15 @@ for label, w_shape, attrs in (
     pads = attrs.get("pads", [0] * 6)
     if attrs.get("auto_pad") == "SAME_UPPER":  # stride 1: kernel - 1, the extra one after
         pads = [(k - 1) // 2 for k in w_shape[2:]] + [k // 2 for k in w_shape[2:]]
-    check("conv3d_" + label, "Conv", vol, [("w", wv), ("b", bv)], attrs,
-          conv_3d_ref(vol, wv, bv, attrs.get("strides", [1] * 3), pads,
-                      attrs.get("dilations", [1] * 3), attrs.get("group", 1)),
+    ref = conv_3d_ref(vol, wv, bv, attrs.get("strides", [1] * 3), pads,
+                      attrs.get("dilations", [1] * 3), attrs.get("group", 1))
+    check("conv3d_" + label, "Conv", vol, [("w", wv), ("b", bv)], attrs, ref,
           tolerance=1e-5)  # sums of up to 108 f32 products
+    # A symbolic batch: one 2-D convolution per output depth.
+    run_model("conv3d_dynamic_batch_" + label,
+              [helper.make_node("Conv", ["x", "w", "b"], ["y"], **attrs)], vol,
+              [numpy_helper.from_array(wv, "w"), numpy_helper.from_array(bv, "b")], ref,
+              x_dims=["batch", 4, 5, 6, 7], tolerance=1e-5)
 for op, is_max in (("MaxPool", True), ("AveragePool", False)):
     for label, kernel, strides, pads, dilations, ceil in (
             ("plain", [2, 2, 2], [2, 2, 2], [0] * 6, [1] * 3, 0),
@@ -1021,8 +1026,7 @@ for op, is_max in (("MaxPool", True), ("AveragePool", False)):
             attrs["dilations"] = dilations
         check("%s_3d_%s" % (op.lower(), label), op, vol, [], attrs,
               onnx_pool_3d(vol, kernel, strides, pads, dilations, ceil, is_max))
-# A dynamic batch: the pool keeps it; the convolution folds depth into the
-# batch, so it asks for --dim.
+# A dynamic batch: the pool keeps it (the convolutions are above).
 run_model("maxpool_3d_dynamic_batch", [helper.make_node(
     "MaxPool", ["x"], ["y"], kernel_shape=[2, 2, 2], strides=[1, 2, 2])], vol, [],
     onnx_pool_3d(vol, [2, 2, 2], [1, 2, 2], [0] * 6, [1] * 3, 0, True),

@@ -93,7 +93,8 @@ void Load::batchOffsets(const Buffer &buffer, const std::vector<IndexCalc> &indi
     indices[d].evalBatch(vars, slot, count, values);
     for (int64_t t = 0; t < count; ++t) {
       inRange &= values[t] >= 0 && values[t] < buffer.shape[d];
-      offsets[t] += values[t] * buffer.strides[d];
+      // Wraps only when out of range, which throws below.
+      offsets[t] = wrappingAdd(offsets[t], wrappingMul(values[t], buffer.strides[d]));
     }
   }
   if (!inRange) {

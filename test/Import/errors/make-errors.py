@@ -246,31 +246,24 @@ def main():
          const("axes1", np.int64([1])), const("table", np.ones(8, np.float32))]))
 
     # Two inputs that name one dim differently (PyTorch's list-form
-    # dynamic_axes names each input's dims apart): the reshape's message
-    # names every dim it involves, and the --dim that fixes them.
-    save("reshape_other_dim_name", model(
-        [helper.make_node("Shape", ["ids"], ["ids_shape"], name="shape"),
-         helper.make_node("Gather", ["ids_shape", "zero"], ["ids_batch"], name="batch", axis=0),
-         helper.make_node("Unsqueeze", ["ids_batch", "axes"], ["ids_batch1"], name="batch1"),
-         helper.make_node("Concat", ["ids_batch1", "minus_one"], ["target"], name="target",
-                          axis=0),
-         helper.make_node("Reshape", ["mask", "target"], ["y"], name="flatten")],
-        [vi("ids", ["ids_dynamic_axes_1", 4]), vi("mask", ["am_dynamic_axes_1", 4])],
-        [vi("y", [None, None])],
-        [const("zero", np.int64(0)), const("axes", np.int64([0])),
-         const("minus_one", np.int64([-1]))]))
-    # The same reshape to [batch, 3]: no merge of the dims makes it type.
-    save("reshape_other_dim_name_indivisible", model(
-        [helper.make_node("Shape", ["ids"], ["ids_shape"], name="shape"),
-         helper.make_node("Gather", ["ids_shape", "zero"], ["ids_batch"], name="batch", axis=0),
-         helper.make_node("Unsqueeze", ["ids_batch", "axes"], ["ids_batch1"], name="batch1"),
-         helper.make_node("Concat", ["ids_batch1", "three"], ["target"], name="target",
-                          axis=0),
-         helper.make_node("Reshape", ["mask", "target"], ["y"], name="flatten")],
-        [vi("ids", ["ids_dynamic_axes_1", 4]), vi("mask", ["am_dynamic_axes_1", 4])],
-        [vi("y", [None, None])],
-        [const("zero", np.int64(0)), const("axes", np.int64([0])),
-         const("three", np.int64([3]))]))
+    # dynamic_axes names each input's dims apart): the mask reshaped to
+    # [ids' batch, -1] types once the dims are merged (a warning); to
+    # [ids' batch, 3] no merge makes it type, and the message names every
+    # dim it involves, and the --dim that fixes them.
+    for name, last in (("reshape_other_dim_name", -1),
+                       ("reshape_other_dim_name_indivisible", 3)):
+        save(name, model(
+            [helper.make_node("Shape", ["ids"], ["ids_shape"], name="shape"),
+             helper.make_node("Gather", ["ids_shape", "zero"], ["ids_batch"], name="batch",
+                              axis=0),
+             helper.make_node("Unsqueeze", ["ids_batch", "axes"], ["ids_batch1"], name="batch1"),
+             helper.make_node("Concat", ["ids_batch1", "last"], ["target"], name="target",
+                              axis=0),
+             helper.make_node("Reshape", ["mask", "target"], ["y"], name="flatten")],
+            [vi("ids", ["ids_dynamic_axes_1", 4]), vi("mask", ["am_dynamic_axes_1", 4])],
+            [vi("y", [None, None])],
+            [const("zero", np.int64(0)), const("axes", np.int64([0])),
+             const("last", np.int64([last]))]))
 
     # A Pad of a symbolic dim (its padded size, seq + 2, is no FIR dim), and a
     # GatherElements of data with two symbolic dims: each message names every

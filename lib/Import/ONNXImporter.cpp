@@ -642,9 +642,13 @@ std::unique_ptr<Module> fusec::importONNX(llvm::StringRef path, const ONNXImport
                            : "not an ONNX model (a protobuf ModelProto with a graph), or truncated");
     return nullptr;
   }
-  auto module = std::make_unique<Module>();
   std::string directory = llvm::sys::path::parent_path(path).str();
-  module->sourceDirectory = directory.empty() ? "." : directory;
+  auto freshModule = [&] {
+    auto module = std::make_unique<Module>();
+    module->sourceDirectory = directory.empty() ? "." : directory;
+    return module;
+  };
+  std::unique_ptr<Module> module = freshModule();
   // Names come from the file: escape what would break the message's line.
   auto printable = [&](const std::string &message) {
     std::string text = path.str() + ": ";
@@ -686,8 +690,7 @@ std::unique_ptr<Module> fusec::importONNX(llvm::StringRef path, const ONNXImport
                      importer.equatedDims->node +
                      " types only if they are equal; inputs that give them different sizes "
                      "are rejected when the program runs");
-    module = std::make_unique<Module>();
-    module->sourceDirectory = directory.empty() ? "." : directory;
+    module = freshModule();
   }
 }
 

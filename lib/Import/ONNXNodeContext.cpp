@@ -336,14 +336,21 @@ Value *NodeContext::emit(llvm::StringRef op, std::vector<Operand> operands, Attr
   auto binding = std::make_unique<Binding>();
   binding->kind = ExprKind::Op;
   binding->callee = op.str();
-  binding->operands = operands;
-  binding->attrs = attrs;
+  // Kept for noteEquatedDims, which only a symbolic dim can concern.
+  std::vector<Operand> symbolicOperands;
+  Attrs symbolicAttrs;
+  if (!symbols.empty()) {
+    symbolicOperands = operands;
+    symbolicAttrs = attrs;
+  }
+  binding->operands = std::move(operands);
+  binding->attrs = std::move(attrs);
   std::string problem;
   std::string hint = nameHint.empty() && node.output_size() ? node.output(0) : nameHint.str();
   Value *value = importer.addBinding(std::move(binding), hint, problem);
   if (!value) {
     if (!importer.equatedDims && !symbols.empty())
-      importer.noteEquatedDims(describe(), op, operands, attrs);
+      importer.noteEquatedDims(describe(), op, symbolicOperands, symbolicAttrs);
     llvm::StringRef text(problem);
     auto isNameChar = [](char ch) {
       return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';

@@ -425,7 +425,7 @@ bool KernelVerifier::checkBlockStmts(const std::vector<LStmt> &body, const LLaun
                                "buffers of one dtype");
       if (stmt.indices.size() != 1 || stmt.indices[0]->kind != KExpr::IntConst ||
           stmt.indices[0]->intValue < 0 ||
-          stmt.indices[0]->intValue + 2 * stmt.count > dst->type.getShape()[0].size)
+          stmt.indices[0]->intValue > dst->type.getShape()[0].size - 2 * stmt.count)
         return error(stmt.loc, "an ldmatrix fragment starts at a constant offset with room for " +
                                    std::to_string(2 * stmt.count) + " elements");
       break;
@@ -453,7 +453,7 @@ bool KernelVerifier::checkBlockStmts(const std::vector<LStmt> &body, const LLaun
                                           : "A and B fragments hold f16 or bf16"));
         if (indices.size() != 1 || indices[0]->kind != KExpr::IntConst ||
             indices[0]->intValue < 0 ||
-            indices[0]->intValue + count > buffer->type.getShape()[0].size)
+            indices[0]->intValue > buffer->type.getShape()[0].size - count)
           return error(stmt.loc, "an mma fragment starts at a constant offset with room for " +
                                      std::to_string(count) + " elements");
         return true;

@@ -339,6 +339,10 @@ bool KernelLowering::emitStrided(const KStage &stage, const std::vector<KExprPtr
   int64_t threads = launch->threads;
   std::vector<KExprPtr> extents = extentsOf(stage.buffer);
   std::vector<KExprPtr> innerExtents(extents.begin() + rowCoords.size(), extents.end());
+  if (vector > 1 && innerExtents.empty())
+    return error(scheduleOf(stage.buffer).loc,
+                 "vector = " + std::to_string(vector) + " runs along the inner dims of '%" +
+                     stage.buffer + "', and it has none (inner = 0)");
   KExprPtr innerTotal = product(innerExtents);
   std::string target = stage.buffer;
   if (toShared) {

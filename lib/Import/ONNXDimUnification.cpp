@@ -89,7 +89,8 @@ static std::vector<std::pair<Dim, Dim>> alignedDims(llvm::StringRef op,
 }
 
 void Importer::noteEquatedDims(const std::string &node, llvm::StringRef op,
-                               const std::vector<Operand> &operands, const Attrs &attrs) {
+                               const std::vector<Operand> &operands, const Attrs &attrs,
+                               const std::vector<std::string> &named) {
   auto order = [&](const std::string &dim) {
     return llvm::find(inputDims, dim) - inputDims.begin();
   };
@@ -156,19 +157,9 @@ void Importer::noteEquatedDims(const std::string &node, llvm::StringRef op,
 
   // 2. Each pair of input dims the op names (a reshape's target naming
   //    another input's dim).
-  std::set<std::string> named;
-  for (const Operand &operand : operands)
-    if (!operand.isLiteral() && operand.value->type.isTensor())
-      for (const Dim &dim : operand.value->type.getShape())
-        if (dim.isSymbolic())
-          named.insert(dim.symbol);
-  if (const Attr *shape = attrs.get("shape"); shape && shape->kind == Attr::List)
-    for (const Attr &entry : shape->list)
-      if (entry.kind == Attr::Ident)
-        named.insert(entry.text);
   std::vector<std::string> candidates;
   for (const std::string &dim : inputDims)
-    if (named.count(dim))
+    if (llvm::is_contained(named, dim))
       candidates.push_back(dim);
   for (size_t i = 0; i < candidates.size(); ++i)
     for (size_t j = i + 1; j < candidates.size(); ++j) {

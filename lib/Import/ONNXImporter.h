@@ -371,8 +371,10 @@ public:
   std::optional<EquatedDims> equatedDims;
   /// Tries merging each pair of the input dims that a failed op names
   /// (ONNXDimUnification.cpp).
+  /// `named`: the symbolic dims its operands and its `shape` attribute name.
   void noteEquatedDims(const std::string &node, llvm::StringRef op,
-                       const std::vector<Operand> &operands, const Attrs &attrs);
+                       const std::vector<Operand> &operands, const Attrs &attrs,
+                       const std::vector<std::string> &named);
 
   /// A FIR value name for ONNX name `name` (sanitized, unique).
   std::string valueName(llvm::StringRef name);

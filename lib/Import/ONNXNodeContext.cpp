@@ -350,7 +350,7 @@ Value *NodeContext::emit(llvm::StringRef op, std::vector<Operand> operands, Attr
   Value *value = importer.addBinding(std::move(binding), hint, problem);
   if (!value) {
     if (!importer.equatedDims && !symbols.empty())
-      importer.noteEquatedDims(describe(), op, symbolicOperands, symbolicAttrs);
+      importer.noteEquatedDims(describe(), op, symbolicOperands, symbolicAttrs, symbols);
     llvm::StringRef text(problem);
     auto isNameChar = [](char ch) {
       return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';

@@ -178,6 +178,8 @@ bool onnximport::defineConvolution3D(NodeContext &c, Value *x, Value *w,
   if (perDepth) {
     // Output depth o: the taps' [N, g, kd, C/g, 1, H, W] at depth o as
     // [N, kd C, H, W], convolved, and [N, O, 1, Ho, Wo] concatenated.
+    Attrs depthAxis;
+    depthAxis.set("axis", Attr::makeInt(2));
     std::vector<Operand> depths;
     for (int64_t o = 0; o < outputs; ++o) {
       std::string at = name + "_depth" + std::to_string(o);
@@ -192,16 +194,14 @@ bool onnximport::defineConvolution3D(NodeContext &c, Value *x, Value *w,
       Value *conv = plane ? c.emit("nn.conv2d", {Operand::of(plane), Operand::of(weights)},
                                    attrs, at + "_conv")
                           : nullptr;
-      Attrs axis;
-      axis.set("axis", Attr::makeInt(2));
-      Value *stackable = conv ? c.emit("expand_dims", {Operand::of(conv)}, axis, at) : nullptr;
+      Value *stackable =
+          conv ? c.emit("expand_dims", {Operand::of(conv)}, depthAxis, at) : nullptr;
       if (!stackable)
         return false;
       depths.push_back(Operand::of(stackable));
     }
-    Attrs axis;
-    axis.set("axis", Attr::makeInt(2));
-    result = depths.size() == 1 ? depths[0].value : c.emit("concat", depths, axis, resultName);
+    result =
+        depths.size() == 1 ? depths[0].value : c.emit("concat", depths, depthAxis, resultName);
   } else {
     Value *planes =
         reshapeTo(c, permute(c, stacked, {0, 4, 1, 2, 3, 5, 6}, name + "_depth_major"),

@@ -388,7 +388,7 @@ static int processModule(Module &moduleRef, DiagEngine &diag, const PassManager 
     // The reference results of the input program, on deterministic inputs.
     const Function *entry = findEntryFunction(*module);
     if (!entry) {
-      diag.error(llvm::SMLoc(), "--check-each: the module has no entry function to run");
+      diag.error(module->loc, "--check-each: the module has no entry function to run");
       return ExitInputError;
     }
     std::string error;

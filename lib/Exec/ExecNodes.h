@@ -76,6 +76,9 @@ struct Buffer {
   /// offsets move by `threadStride` per value of vars[threadSlot].
   int threadSlot = -1;
   int64_t threadStride = 0;
+  /// A lowered kernel's output marks each element it stores (empty when not
+  /// tracked): an element no launch wrote is an error, not a silent 0.
+  std::vector<uint8_t> written;
 };
 
 /// Elements evaluated per batch along the innermost loop.

@@ -18,6 +18,7 @@
 
 #include "llvm/ADT/StringMap.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace fusec;
@@ -245,6 +246,22 @@ void runStage(const KStage &stage, Compiler &compiler, Buffer &out) {
     compiler.counters.bytesWritten += elementBytes * stored;
 }
 
+/// A GPU leaves an output element no thread stores holding whatever the
+/// memory held; the interpreter refuses it, naming the first such element.
+static void checkFullyWritten(const Buffer &output, const Kernel &kernel) {
+  auto unwritten = std::find(output.written.begin(), output.written.end(), 0);
+  if (unwritten == output.written.end())
+    return;
+  int64_t offset = unwritten - output.written.begin();
+  int64_t missing = std::count(unwritten, output.written.end(), 0);
+  std::string index;
+  for (size_t d = 0; d < output.shape.size(); ++d)
+    index += (d ? ", " : "") + std::to_string(offset / output.strides[d] % output.shape[d]);
+  throw ExecError{"kernel @" + kernel.name + " leaves " + std::to_string(missing) + " of " +
+                  std::to_string(output.data.size()) + " elements of %" + output.name +
+                  " unwritten (the first is [" + index + "])"};
+}
+
 } // namespace
 
 std::vector<std::shared_ptr<TensorData>>
@@ -286,12 +303,21 @@ exec::runKernel(const Kernel &kernel,
       buffer->global = declared.role == KBuffer::Output || kernel.isLowered();
       int64_t count = saturatingProduct(buffer->shape);
       checkAllocation(count, "%" + declared.name + " of kernel @" + kernel.name);
-      buffer->data.assign(count, 0.0);
+      // A lowered kernel's scratch holds NaN until stored, as the launcher's
+      // device memory holds garbage (the emulator's 0xff bytes): a read
+      // before the write shows in the result instead of reading 0.
+      bool scratch = kernel.isLowered() && declared.role != KBuffer::Output;
+      buffer->data.assign(count, scratch ? NAN : 0.0);
+      if (kernel.isLowered() && declared.role == KBuffer::Output)
+        buffer->written.assign(count, 0);
       compiler.buffers[declared.name] = buffer.get();
       storage.push_back(std::move(buffer));
     }
-  if (kernel.isLowered())
+  if (kernel.isLowered()) {
     runLaunches(kernel, compiler);
+    for (const KBuffer &declared : kernel.outputs)
+      checkFullyWritten(*compiler.buffers.lookup(declared.name), kernel);
+  }
   for (const KStage &stage : kernel.stages)
     runStage(stage, compiler, *compiler.buffers.lookup(stage.buffer));
   std::vector<std::shared_ptr<TensorData>> outputs;

@@ -90,13 +90,53 @@ static int64_t tripCount(int64_t count, const char *what) {
   return count;
 }
 
+/// The iterations of a loop nest: blocks x threads x the trip counts of the
+/// loops around a statement. Each loop checks the product with its own trip
+/// count, as the stage interpreter checks a domain's, so a nest of
+/// 2^40 x 2^24 iterations is refused when entered instead of running for
+/// ever (each extent on its own passes tripCount).
+class NestedTrips {
+public:
+  void reset(int64_t blocks, int64_t threads) {
+    product = blocks * threads; // below 2^63: blocks < 2^53, threads <= 1024
+    if (product >= (int64_t(1) << 53))
+      throw ExecError{"a grid of " + std::to_string(blocks) + " blocks of " +
+                      std::to_string(threads) +
+                      " threads is more than the interpreter runs (2^53 iterations)"};
+  }
+  /// Multiplies the product by `trips` for the scope's lifetime.
+  class Scope {
+  public:
+    Scope(NestedTrips &nest, int64_t trips) : nest(nest), saved(nest.product) {
+      int64_t product;
+      if (__builtin_mul_overflow(saved, std::max<int64_t>(trips, 0), &product) ||
+          product >= (int64_t(1) << 53))
+        throw ExecError{"a loop of " + std::to_string(trips) + " iterations nested in " +
+                        std::to_string(saved) +
+                        " others (blocks x threads x enclosing loops) is more than the "
+                        "interpreter runs (2^53)"};
+      nest.product = product;
+    }
+    ~Scope() { nest.product = saved; }
+
+  private:
+    NestedTrips &nest;
+    int64_t saved;
+  };
+
+private:
+  int64_t product = 1;
+};
+
 struct ForLoop final : Stmt {
   int slot;
   NodePtr extent;
   StmtPtr body;
+  NestedTrips *nest;
   bool uniformExtent = false; // the same for every thread of a batch
   void exec(int64_t *vars) override {
     int64_t trips = tripCount(extent->evalInt(vars), "a loop");
+    NestedTrips::Scope scope(*nest, trips);
     for (int64_t i = 0; i < trips; ++i) {
       vars[slot] = i;
       body->exec(vars);
@@ -106,6 +146,7 @@ struct ForLoop final : Stmt {
     if (!uniformExtent)
       return Stmt::execBatch(vars, threadSlot, count);
     int64_t trips = tripCount(extent->evalInt(vars), "a loop");
+    NestedTrips::Scope scope(*nest, trips);
     for (int64_t i = 0; i < trips; ++i) {
       vars[slot] = i;
       body->execBatch(vars, threadSlot, count);
@@ -152,6 +193,8 @@ struct StoreTo final : Stmt {
     if (vectorWidth && vars[laneSlot] == 0 && offset % vectorWidth != 0)
       throw Load::misaligned(*buffer, "store to", offset);
     buffer->data[offset] = convertValue(result, value->dtype, buffer->dtype);
+    if (!buffer->written.empty())
+      buffer->written[offset] = 1;
     if (buffer->global && !(uniformInLane && vars[laneSlot] != 0))
       *bytesWritten += elementBytes;
   }
@@ -169,6 +212,9 @@ struct StoreTo final : Stmt {
       checkVectorStarts(addresses, count, vectorWidth, *buffer, "store to");
     for (int64_t t = 0; t < count; ++t)
       buffer->data[addresses.at(t)] = convertValue(values[t], value->dtype, buffer->dtype);
+    if (!buffer->written.empty())
+      for (int64_t t = 0; t < count; ++t)
+        buffer->written[addresses.at(t)] = 1;
     if (buffer->global && !(uniformInLane && vars[laneSlot] != 0))
       *bytesWritten += elementBytes * count;
   }
@@ -439,6 +485,7 @@ public:
     case LStmt::For: {
       auto loop = std::make_unique<ForLoop>();
       loop->extent = compiler.compile(*stmt.extent);
+      loop->nest = &nest;
       loop->uniformExtent = !usesVar(*stmt.extent, threadVar) && !readsBuffer(*stmt.extent);
       loop->slot = newSlot(stmt.var);
       bool vector = stmt.loopKind == LStmt::Vector;
@@ -493,6 +540,7 @@ public:
   std::string threadVar;
   int64_t threads = 1;
   AsyncState async;
+  NestedTrips nest;
 };
 
 } // namespace
@@ -533,6 +581,7 @@ void exec::runLaunches(const Kernel &kernel, Compiler &compiler) {
         tripCount(gridSize->evalInt(vars.data()), "a grid");
     if (blocks <= 0)
       continue;
+    launchCompiler.nest.reset(blocks, launch.threads);
     ++compiler.counters.launches;
     for (int64_t block = 0; block < blocks; ++block) {
       vars[blockSlot] = block;

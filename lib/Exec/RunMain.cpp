@@ -183,9 +183,12 @@ int fusec::runMain(int argc, char **argv) {
   if (llvm::StringRef(entry).startswith("@"))
     entry = entry.substr(1); // `--entry=@main` names it as the IR does
   const Function *function = findEntryFunction(*module, entry);
+  if (!function && entry.empty()) {
+    diag.error(module->loc, "the module has no entry function");
+    return 1;
+  }
   if (!function)
-    return fail(1, entry.empty() ? "the module has no entry function"
-                                 : "no function '@" + entry + "' in the module");
+    return fail(1, "no function '@" + entry + "' in the module");
 
   std::vector<TensorData> arguments;
   // A tuple parameter takes one input per field, flattened in order.

@@ -91,8 +91,10 @@ bool Parser::expectKeyword(llvm::StringRef word) {
 std::unique_ptr<Module> Parser::parseModule() {
   auto module = std::make_unique<Module>();
   module->sourceDirectory = sourceDirectory;
+  // The module's first token (the end of a module of only comments): where
+  // an error about the whole module points.
+  module->loc = token.getLoc();
   if (token.isKeyword("module")) {
-    module->loc = token.getLoc();
     consume();
     if (!token.is(Token::GlobalName)) {
       error("expected a module name like '@model' after 'module', found " +

@@ -324,7 +324,7 @@ public:
   Module();
   ~Module();
   std::string name; // optional `module @name`
-  llvm::SMLoc loc;
+  llvm::SMLoc loc;  // the first token, or the end of a module of comments only
   std::vector<std::unique_ptr<Function>> functions;
   std::vector<std::unique_ptr<Kernel>> kernels;
   /// Directory that `file<"...">` paths are relative to.

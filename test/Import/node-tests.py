@@ -3,7 +3,7 @@
 
   node-tests.py --bin DIR [--data DIR] [--ops Add,Relu,...]
                 [--known-failures FILE] [--work DIR] [--filter REGEX]
-                [--fusec-args "-O2"] [--jobs N] [--list] [-v]
+                [--fusec-args "-O2"] [--jobs N] [--shard K/N] [--list] [-v]
 
 For every test directory under --data (default: the ONNX node tests in
 /usr/share/libonnx-testdata/data/node) with a model.onnx and
@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import zlib
 
 import numpy as np
 import onnx
@@ -311,6 +312,9 @@ def main():
                     help="make every graph input after the first an initializer holding "
                          "the test's data (tests with one input are skipped)")
     ap.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--shard", default="0/1",
+                    help="K/N: run only the tests whose name hashes (CRC-32) to K modulo N; "
+                         "the others count as skipped (the sanitizer build runs a shard)")
     ap.add_argument("--list", action="store_true",
                     help="only list the tests (ops, opset, skip reason); runs nothing")
     ap.add_argument("-v", "--verbose", action="store_true",
@@ -367,6 +371,10 @@ def main():
             if args.verbose and t.status != "pass":
                 print("\n".join("    " + l for l in "\n".join(log).splitlines()), flush=True)
 
+    shard, shards = (int(part) for part in args.shard.split("/"))
+    for t in tests:
+        if not t.skip and zlib.crc32(t.name.encode()) % shards != shard:
+            t.skip = "in another shard"
     runnable = [t for t in tests if not t.skip]
     for t in tests:
         if t.skip:

@@ -4,17 +4,21 @@ inputs at run time (Pad, Tile, Range) checked with the same inputs made
 constant (initializers): each small model is built with onnx.helper,
 imported and run by fusec-run, and compared with NumPy (np.pad, np.tile,
 np.arange); pools with ceil_mode and Resize with fractional scales,
-against NumPy references of ONNX's rules; Trilu (np.triu, np.tril). Prints `NAME: ok` or `NAME: FAIL ...`; exits 1 on a failure."""
+against NumPy references of ONNX's rules; Trilu (np.triu, np.tril). Prints `NAME: ok` or `NAME: FAIL ...`; exits 1 on a failure.
+check-ops.py BIN WORK K/N runs only the models whose name hashes (CRC-32) to
+K modulo N (the sanitizer build runs a shard; the others are still written)."""
 import itertools
 import os
 import subprocess
 import sys
+import zlib
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 bin_dir, work = sys.argv[1], sys.argv[2]
+shard, shards = (int(part) for part in (sys.argv[3] if len(sys.argv) > 3 else "0/1").split("/"))
 os.makedirs(work, exist_ok=True)
 rng = np.random.default_rng(7)
 failures = 0
@@ -48,6 +52,8 @@ def run_model(name, nodes, x, inits, expected, opset=13, levels=([], ["-O2"]), e
     for f, (_, a, _) in zip(input_files, inputs):
         np.save(f, a)
     fir, out = os.path.join(work, name + ".fir"), os.path.join(work, name + ".out")
+    if zlib.crc32(name.encode()) % shards != shard:
+        return
     for level in levels:
         label = name + (" -O2" if level else "")
         r = subprocess.run([os.path.join(bin_dir, "fusec"), path, "-o", fir] + level,

@@ -300,15 +300,16 @@ exec::runKernel(const Kernel &kernel,
       buffer->strides = stridesOf(buffer->shape);
       buffer->dtype = declared.type.getDType();
       // After `lower`, internal buffers are global scratch memory.
-      buffer->global = declared.role == KBuffer::Output || kernel.isLowered();
+      bool output = declared.role == KBuffer::Output;
+      buffer->global = output || kernel.isLowered();
       int64_t count = saturatingProduct(buffer->shape);
       checkAllocation(count, "%" + declared.name + " of kernel @" + kernel.name);
       // A lowered kernel's scratch holds NaN until stored, as the launcher's
       // device memory holds garbage (the emulator's 0xff bytes): a read
-      // before the write shows in the result instead of reading 0.
-      bool scratch = kernel.isLowered() && declared.role != KBuffer::Output;
-      buffer->data.assign(count, scratch ? NAN : 0.0);
-      if (kernel.isLowered() && declared.role == KBuffer::Output)
+      // before the write shows in the result instead of reading 0. Its
+      // outputs track their stores instead (checkFullyWritten).
+      buffer->data.assign(count, kernel.isLowered() && !output ? NAN : 0.0);
+      if (kernel.isLowered() && output)
         buffer->written.assign(count, 0);
       compiler.buffers[declared.name] = buffer.get();
       storage.push_back(std::move(buffer));

@@ -9,8 +9,8 @@ derives are recomputed by fusec. The scaled module is then
   2. compiled with -O0, -O1 and -O2 (legalize ... schedule, lower; -O2 with
      cuBLASLt composites, run by their bodies, and the cost model) and run,
 and the results compared within a tolerance scaled by the output's magnitude
-(reductions combine in another order once lowered). Each pipeline's CUDA C
-is emitted too (--emit=cuda): the sanitizer build's check that code
+(reductions combine in another order once lowered). Each lowered module's
+CUDA C is emitted too (--passes= --emit=cuda): the sanitizer build's check that code
 generation of every sample is clean (nvrtc-samples-sm*.test compile it in
 the release build). Prints one line per sample and pipeline; exits 1 on any
 failure.
@@ -102,7 +102,7 @@ def main():
                 print("%s -%s: compile failed: %s" % (name, level, err.strip()))
                 failures += 1
                 continue
-            rc, err = run([fusec, scaled, "-" + level, "--emit=cuda", "-o", lowered[:-4] + ".cu"])
+            rc, err = run([fusec, lowered, "--passes=", "--emit=cuda", "-o", lowered[:-4] + ".cu"])
             if rc != 0:
                 print("%s -%s: CUDA C failed: %s" % (name, level, err.strip()))
                 failures += 1

@@ -28,6 +28,9 @@ config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixe
 for name in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "HOME"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
+# The emulator's precompiled header (docs/emulator.md): one cache per build
+# tree, built by the first emulated test and shared by the rest.
+config.environment["FUSEC_CACHE_DIR"] = os.path.join(config.test_exec_root, "cache")
 
 # The sanitizer run (ctest's lit-asan sets ASAN_OPTIONS): ASan reserves
 # terabytes of address space, so tests under `ulimit -v` say UNSUPPORTED: asan.

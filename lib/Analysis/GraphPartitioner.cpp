@@ -76,10 +76,6 @@ FusionGraph fusec::buildFusionGraph(const Module &module, const Function &functi
 
 namespace {
 
-OpPatternKind maxKind(OpPatternKind a, OpPatternKind b) {
-  return int(a) >= int(b) ? a : b;
-}
-
 struct TreeNode {
   int parent = -1;
   int depth = 1;
@@ -133,13 +129,13 @@ int Partitioner::leastCommonAncestor(int lhs, int rhs, OpPatternKind &pattern) c
     if (lhs < 0 || rhs < 0)
       return -1;
     if (tree[lhs].depth < tree[rhs].depth) {
-      pattern = maxKind(pattern, tree[rhs].pattern);
+      pattern = combinePatternKinds(pattern, tree[rhs].pattern);
       rhs = tree[rhs].parent;
     } else if (tree[rhs].depth < tree[lhs].depth) {
-      pattern = maxKind(pattern, tree[lhs].pattern);
+      pattern = combinePatternKinds(pattern, tree[lhs].pattern);
       lhs = tree[lhs].parent;
     } else {
-      pattern = maxKind(pattern, maxKind(tree[lhs].pattern, tree[rhs].pattern));
+      pattern = combinePatternKinds(pattern, combinePatternKinds(tree[lhs].pattern, tree[rhs].pattern));
       lhs = tree[lhs].parent;
       rhs = tree[rhs].parent;
     }
@@ -161,7 +157,7 @@ void Partitioner::buildPostDominatorTree() {
     bool first = true;
     for (const FusionGraph::Edge &edge : node.outputs) {
       parent = first ? edge.consumer : leastCommonAncestor(parent, edge.consumer, pattern);
-      pattern = maxKind(pattern, edge.pattern);
+      pattern = combinePatternKinds(pattern, edge.pattern);
       first = false;
     }
     entry.parent = parent;
@@ -195,7 +191,7 @@ void Partitioner::mergeFromTo(int child, int parent) {
   if (groups[child].hasAnchor) {
     // The rules guarantee the parent holds no anchor yet.
     groups[parent].hasAnchor = true;
-    groups[parent].pattern = maxKind(groups[child].pattern, groups[parent].pattern);
+    groups[parent].pattern = combinePatternKinds(groups[child].pattern, groups[parent].pattern);
   }
 }
 

@@ -26,10 +26,6 @@
 
 using namespace fusec;
 
-static OpPatternKind maxKind(OpPatternKind a, OpPatternKind b) {
-  return static_cast<int>(a) >= static_cast<int>(b) ? a : b;
-}
-
 static void collectLoads(const KExprPtr &e, std::vector<const KExpr *> &loads) {
   if (e->kind == KExpr::Load)
     loads.push_back(e.get());
@@ -166,10 +162,10 @@ KernelPatternInfo fusec::analyzePatternKind(const Kernel &kernel) {
         hasElemWise = true;
       } else if (analyzer.isBroadcast(*load)) {
         access = AccessKind::Broadcast;
-        p = maxKind(p, OpPatternKind::Broadcast);
+        p = combinePatternKinds(p, OpPatternKind::Broadcast);
       } else if (analyzer.isInjective(*load)) {
         access = AccessKind::Injective;
-        p = maxKind(p, OpPatternKind::Injective);
+        p = combinePatternKinds(p, OpPatternKind::Injective);
       } else {
         access = AccessKind::Opaque;
         p = OpPatternKind::Opaque;
@@ -190,7 +186,7 @@ KernelPatternInfo fusec::analyzePatternKind(const Kernel &kernel) {
       if (writesOutput && kind == OpPatternKind::CommReduce)
         kind = OpPatternKind::OutEWiseFusable;
       else
-        kind = maxKind(kind, p);
+        kind = combinePatternKinds(kind, p);
       continue;
     }
     if (!stage.isReduction()) {
@@ -198,13 +194,13 @@ KernelPatternInfo fusec::analyzePatternKind(const Kernel &kernel) {
       continue;
     }
     if (analyzer.isMultiplyAccumulate()) {
-      kind = maxKind(kind, OpPatternKind::OutEWiseFusable);
+      kind = combinePatternKinds(kind, OpPatternKind::OutEWiseFusable);
       continue;
     }
     bool allPure = true;
     for (const KExpr *load : loads)
       allPure &= analyzer.isPureReduce(*load);
-    kind = maxKind(kind, allPure ? OpPatternKind::CommReduce
+    kind = combinePatternKinds(kind, allPure ? OpPatternKind::CommReduce
                                  : OpPatternKind::OutEWiseFusable);
   }
   return info;

@@ -58,16 +58,16 @@ static std::optional<ReduceAttrs> readReduceAttrs(NodeContext &c) {
   return result;
 }
 
-static const char kMean[] = "mean", kSum[] = "sum", kMax[] = "max", kMin[] = "min",
-                  kProd[] = "prod";
+static const char kReduceMean[] = "mean", kReduceSum[] = "sum", kReduceMax[] = "max", kReduceMin[] = "min",
+                  kReduceProd[] = "prod";
 
 /// `Op` over the axes (Plain), or a composed reduction around a sum.
-template <Composed Kind, const char *Op = kSum>
+template <Composed Kind, const char *Op = kReduceSum>
 static bool convertReduce(NodeContext &c) {
   // The product of a shape's dims (Keras' Dense on a 3-D input, through
   // tf.tensordot: ReduceProd of Shape's free dims) stays a shape value.
   if (std::optional<ShapeValue> shape = c.shapeValue(0);
-      Kind == Composed::Plain && Op == kProd && shape && !shape->isStatic() && !shape->scalar) {
+      Kind == Composed::Plain && Op == kReduceProd && shape && !shape->isStatic() && !shape->scalar) {
     std::optional<ReduceAttrs> reduce = readReduceAttrs(c);
     if (!reduce)
       return false;
@@ -213,11 +213,11 @@ static bool convertLpNormalization(NodeContext &c) {
 
 void onnximport::registerReduceOps(std::vector<OpConverter> &table) {
   table.insert(table.end(), {
-      {"ReduceMean", convertReduce<Composed::Plain, kMean>},
-      {"ReduceSum", convertReduce<Composed::Plain, kSum>},
-      {"ReduceMax", convertReduce<Composed::Plain, kMax>},
-      {"ReduceMin", convertReduce<Composed::Plain, kMin>},
-      {"ReduceProd", convertReduce<Composed::Plain, kProd>},
+      {"ReduceMean", convertReduce<Composed::Plain, kReduceMean>},
+      {"ReduceSum", convertReduce<Composed::Plain, kReduceSum>},
+      {"ReduceMax", convertReduce<Composed::Plain, kReduceMax>},
+      {"ReduceMin", convertReduce<Composed::Plain, kReduceMin>},
+      {"ReduceProd", convertReduce<Composed::Plain, kReduceProd>},
       {"ReduceL1", convertReduce<Composed::L1>},
       {"ReduceL2", convertReduce<Composed::L2>},
       {"ReduceSumSquare", convertReduce<Composed::SumSquare>},

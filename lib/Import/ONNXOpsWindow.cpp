@@ -340,14 +340,14 @@ static bool convertGlobalPool(NodeContext &c) {
   return true;
 }
 
-static const char kMean[] = "mean", kMax[] = "max";
+static const char kPoolMean[] = "mean", kPoolMax[] = "max";
 
 void onnximport::registerWindowOps(std::vector<OpConverter> &table) {
   table.insert(table.end(), {
       {"Conv", convertConv},
       {"MaxPool", convertPool<true>},
       {"AveragePool", convertPool<false>},
-      {"GlobalAveragePool", convertGlobalPool<kMean>},
-      {"GlobalMaxPool", convertGlobalPool<kMax>},
+      {"GlobalAveragePool", convertGlobalPool<kPoolMean>},
+      {"GlobalMaxPool", convertGlobalPool<kPoolMax>},
   });
 }

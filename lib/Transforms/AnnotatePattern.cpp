@@ -64,3 +64,5 @@ bool AnnotatePattern::run(Module &module, PassContext &context) {
 std::unique_ptr<Pass> fusec::createAnnotatePatternPass() {
   return std::make_unique<AnnotatePattern>();
 }
+
+#undef DEBUG_TYPE

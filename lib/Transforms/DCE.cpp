@@ -218,3 +218,5 @@ bool DCE::run(Module &module, PassContext &context) {
 }
 
 std::unique_ptr<Pass> fusec::createDCEPass() { return std::make_unique<DCE>(); }
+
+#undef DEBUG_TYPE

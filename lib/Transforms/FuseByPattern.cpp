@@ -355,3 +355,5 @@ std::unique_ptr<Pass> fusec::createFuseByPatternPass(std::vector<DataflowPattern
   pass->setOption("annotate-codegen", annotateCodegen ? "true" : "false");
   return pass;
 }
+
+#undef DEBUG_TYPE

@@ -202,3 +202,5 @@ bool FuseOps::run(Module &module, PassContext &context) {
 }
 
 std::unique_ptr<Pass> fusec::createFuseOpsPass() { return std::make_unique<FuseOps>(); }
+
+#undef DEBUG_TYPE

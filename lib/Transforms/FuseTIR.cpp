@@ -194,3 +194,5 @@ bool FuseTIR::run(Module &module, PassContext &context) {
 }
 
 std::unique_ptr<Pass> fusec::createFuseTIRPass() { return std::make_unique<FuseTIR>(); }
+
+#undef DEBUG_TYPE

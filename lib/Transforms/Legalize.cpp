@@ -114,3 +114,5 @@ bool Legalize::run(Module &module, PassContext &context) {
 std::unique_ptr<Pass> fusec::createLegalizePass() {
   return std::make_unique<Legalize>();
 }
+
+#undef DEBUG_TYPE

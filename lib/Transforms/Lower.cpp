@@ -50,3 +50,5 @@ public:
 } // namespace
 
 std::unique_ptr<Pass> fusec::createLowerPass() { return std::make_unique<Lower>(); }
+
+#undef DEBUG_TYPE

@@ -98,3 +98,5 @@ public:
 } // namespace
 
 std::unique_ptr<Pass> fusec::createSchedulePass() { return std::make_unique<Schedule>(); }
+
+#undef DEBUG_TYPE

@@ -46,3 +46,5 @@ bool TestPerturbConstants::run(Module &module, PassContext &context) {
 std::unique_ptr<Pass> fusec::createTestPerturbConstantsPass() {
   return std::make_unique<TestPerturbConstants>();
 }
+
+#undef DEBUG_TYPE

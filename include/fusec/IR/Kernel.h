@@ -282,6 +282,11 @@ enum class OpPatternKind {
   Opaque = 8,
 };
 
+/// The kind of a path through `a` and `b`: the larger of the two.
+inline OpPatternKind combinePatternKinds(OpPatternKind a, OpPatternKind b) {
+  return static_cast<int>(a) >= static_cast<int>(b) ? a : b;
+}
+
 /// The spelling of a kind in `op_pattern = "..."` (spec §5). Here rather
 /// than beside the analysis because the verifier checks a hand-written
 /// `op_pattern` on every input.

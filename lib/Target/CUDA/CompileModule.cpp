@@ -195,3 +195,5 @@ bool cuda::compileModule(const Module &module, const std::string &name,
   }
   return linked;
 }
+
+#undef DEBUG_TYPE

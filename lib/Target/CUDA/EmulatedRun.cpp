@@ -7,7 +7,8 @@
 //      for a GPU;
 //   2. write it with the emulator header (include/fusec/Runtime/Emulator.h)
 //      and a table of its kernels into a scratch directory, and build a
-//      shared object with the host C++ compiler ($CXX, else c++);
+//      shared object with the host C++ compiler ($CXX, else c++), the
+//      header precompiled once and cached (EmulatorHeaderCache.cpp);
 //   3. fork: the child loads it and runs the entry through fusec_rt::Engine
 //      once per variant, with a driver table whose memory is host memory
 //      (each buffer filled with 0xff bytes, which read as NaN or -1, and
@@ -18,6 +19,8 @@
 //      the kernel that was running when it crashed.
 //
 //===----------------------------------------------------------------------===//
+#include "EmulatorHeaderCache.h"
+
 #include "fusec/Support/FileIO.h"
 #include "fusec/Support/Support.h"
 #include "fusec/Target/CUDA.h"
@@ -33,6 +36,7 @@
 #include <deque>
 #include <dlfcn.h>
 #include <map>
+#include <tuple>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -256,18 +260,30 @@ std::string buildLibrary(const Module &module, const LaunchPlan &plan,
   if (!compiler)
     return "no host C++ compiler (c++, or $CXX) to build the emulated module";
   library = path("module_emu.so");
-  std::string include = "-I" + cudaPath + "/include", input = path("module_emu.cpp"),
-              log = path("compile.log");
-  std::vector<llvm::StringRef> arguments = {
-      *compiler, "-std=c++17", "-O1", "-fPIC", "-shared", "-fno-strict-aliasing", "-w",
-      // _longjmp between fibers' stacks is what a fortified longjmp forbids.
-      "-U_FORTIFY_SOURCE",
-      include,   input,        "-o",  library};
-  llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::StringRef(log),
-                                                llvm::StringRef(log)};
-  std::string message;
-  int status = llvm::sys::ExecuteAndWait(*compiler, arguments, llvm::None, redirects, 0, 0,
-                                         &message);
+  std::string input = path("module_emu.cpp"), log = path("compile.log");
+  std::vector<std::string> flags = {"-std=c++17", "-O1", "-fPIC", "-fno-strict-aliasing", "-w",
+                                    // _longjmp between fibers' stacks is what a fortified
+                                    // longjmp forbids.
+                                    "-U_FORTIFY_SOURCE", "-I" + cudaPath + "/include"};
+  auto compile = [&](const std::string &precompiledHeader) {
+    std::vector<llvm::StringRef> arguments = {*compiler};
+    arguments.insert(arguments.end(), flags.begin(), flags.end());
+    if (!precompiledHeader.empty())
+      arguments.insert(arguments.end(), {"-include", precompiledHeader});
+    arguments.insert(arguments.end(), {"-shared", input, "-o", library});
+    llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::StringRef(log),
+                                                  llvm::StringRef(log)};
+    std::string message;
+    int status = llvm::sys::ExecuteAndWait(*compiler, arguments, llvm::None, redirects, 0, 0,
+                                           &message);
+    return std::make_pair(status, message);
+  };
+  // The precompiled header is a shortcut (EmulatorHeaderCache.cpp): a build
+  // with it that fails is retried from the text, whose messages count.
+  std::string cached = getCachedEmulatorHeader(*compiler, flags, cudaPath, getEmulatorText());
+  auto [status, message] = compile(cached);
+  if (status != 0 && !cached.empty())
+    std::tie(status, message) = compile("");
   if (status == 0)
     return "";
   if (status < 0)

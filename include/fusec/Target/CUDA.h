@@ -211,6 +211,12 @@ enum EmulatorFlags : int { EmulateReverseOrder = 1, EmulateEarlyCopies = 2 };
 /// "threads in order, cp.async landing at its wait" and the like.
 std::string describeEmulatorVariant(int flags);
 
+/// The directory of the emulator's precompiled-header cache
+/// (docs/emulator.md): $FUSEC_CACHE_DIR, else $XDG_CACHE_HOME/fusec, else
+/// $HOME/.cache/fusec; "" when FUSEC_CACHE_DIR is set empty (the cache is
+/// off) or none of them is set.
+std::string getEmulatorCacheDirectory();
+
 struct EmulatorOptions {
   std::string cudaPath; // the CUDA headers (cuda_fp16.h) the build needs
   /// One run per entry, each with these EmulatorFlags.

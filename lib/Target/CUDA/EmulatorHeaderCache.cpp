@@ -25,6 +25,7 @@
 #include "EmulatorHeaderCache.h"
 
 #include "fusec/Support/FileIO.h"
+#include "fusec/Target/CUDA.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/LockFileManager.h"
@@ -37,7 +38,7 @@
 
 using namespace fusec;
 
-static std::string getCacheRoot() {
+std::string cuda::getEmulatorCacheDirectory() {
   if (const char *dir = getenv("FUSEC_CACHE_DIR"))
     return dir; // "" turns the cache off
   llvm::SmallString<256> root;
@@ -102,7 +103,7 @@ std::string cuda::getCachedEmulatorHeader(const std::string &compiler,
                                           const std::vector<std::string> &flags,
                                           const std::string &cudaPath,
                                           llvm::StringRef headerText) {
-  std::string root = getCacheRoot();
+  std::string root = getEmulatorCacheDirectory();
   std::string compilerKey = describeFile(compiler),
               cudaKey = describeFile(cudaPath + "/include/cuda_fp16.h");
   if (root.empty() || compilerKey.empty() || cudaKey.empty())

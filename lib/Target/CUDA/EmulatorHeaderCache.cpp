@@ -3,7 +3,7 @@
 // Every `fusec-run --device=emulator` builds the module's CUDA C with the
 // host compiler, and about 1.1 s of each build is parsing the emulator
 // header with CUDA's f16/bf16 headers and the C++ library. A precompiled
-// header (a GCC `.gch`, or Clang's) reads in about 0.1 s, so it is built
+// header (a GCC `.gch`, or Clang's) takes about 0.2 s, so it is built
 // once and cached:
 //   1. the cache directory is $FUSEC_CACHE_DIR, else $XDG_CACHE_HOME/fusec,
 //      else $HOME/.cache/fusec; FUSEC_CACHE_DIR set to "" turns it off;

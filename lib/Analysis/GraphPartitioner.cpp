@@ -135,7 +135,8 @@ int Partitioner::leastCommonAncestor(int lhs, int rhs, OpPatternKind &pattern) c
       pattern = combinePatternKinds(pattern, tree[lhs].pattern);
       lhs = tree[lhs].parent;
     } else {
-      pattern = combinePatternKinds(pattern, combinePatternKinds(tree[lhs].pattern, tree[rhs].pattern));
+      pattern = combinePatternKinds(
+          pattern, combinePatternKinds(tree[lhs].pattern, tree[rhs].pattern));
       lhs = tree[lhs].parent;
       rhs = tree[rhs].parent;
     }
@@ -191,7 +192,8 @@ void Partitioner::mergeFromTo(int child, int parent) {
   if (groups[child].hasAnchor) {
     // The rules guarantee the parent holds no anchor yet.
     groups[parent].hasAnchor = true;
-    groups[parent].pattern = combinePatternKinds(groups[child].pattern, groups[parent].pattern);
+    groups[parent].pattern =
+        combinePatternKinds(groups[child].pattern, groups[parent].pattern);
   }
 }
 

@@ -201,7 +201,7 @@ KernelPatternInfo fusec::analyzePatternKind(const Kernel &kernel) {
     for (const KExpr *load : loads)
       allPure &= analyzer.isPureReduce(*load);
     kind = combinePatternKinds(kind, allPure ? OpPatternKind::CommReduce
-                                 : OpPatternKind::OutEWiseFusable);
+                                             : OpPatternKind::OutEWiseFusable);
   }
   return info;
 }

@@ -58,8 +58,8 @@ static std::optional<ReduceAttrs> readReduceAttrs(NodeContext &c) {
   return result;
 }
 
-static const char kReduceMean[] = "mean", kReduceSum[] = "sum", kReduceMax[] = "max", kReduceMin[] = "min",
-                  kReduceProd[] = "prod";
+static const char kReduceMean[] = "mean", kReduceSum[] = "sum", kReduceMax[] = "max",
+                  kReduceMin[] = "min", kReduceProd[] = "prod";
 
 /// `Op` over the axes (Plain), or a composed reduction around a sum.
 template <Composed Kind, const char *Op = kReduceSum>
@@ -67,7 +67,8 @@ static bool convertReduce(NodeContext &c) {
   // The product of a shape's dims (Keras' Dense on a 3-D input, through
   // tf.tensordot: ReduceProd of Shape's free dims) stays a shape value.
   if (std::optional<ShapeValue> shape = c.shapeValue(0);
-      Kind == Composed::Plain && Op == kReduceProd && shape && !shape->isStatic() && !shape->scalar) {
+      Kind == Composed::Plain && Op == kReduceProd && shape && !shape->isStatic() &&
+      !shape->scalar) {
     std::optional<ReduceAttrs> reduce = readReduceAttrs(c);
     if (!reduce)
       return false;

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""check-models.py --bin DIR --work DIR [--models DIR] [--cubin] [--ort DIR]
-[--report FILE]: end-to-end checks of the reference models (test/Import/models,
+"""check-models.py --bin DIR --work DIR [--models DIR] [--levels L,...] [--cubin]
+[--ort DIR] [--report FILE]: end-to-end checks of the reference models (test/Import/models,
 exported from PyTorch by generate.py).
 
 For each model NAME (NAME.onnx, NAME.in0.npy, NAME.ref0.npy):
   * `fusec NAME.onnx -o NAME.fir` (the import alone), `-O0` and `-O2` (to FIR),
     each run by `fusec-run --inputs=NAME.in0.npy --counters`, its output
-    compared with PyTorch's: |out - ref| <= 1e-4 * max|ref| + 1e-6 everywhere;
+    compared with PyTorch's: |out - ref| <= 1e-4 * max|ref| + 1e-6 everywhere
+    (--levels picks among import, O0 and O2; default all three);
   * with --cubin: `fusec NAME.onnx -O2 --arch=sm_90 -o NAME.cubin
     --launcher=NAME.cpp` succeeds;
   * with --ort DIR (onnxruntime-node installed there, test/Import/ort):
@@ -61,6 +62,8 @@ def main():
     ap.add_argument("--ort")
     ap.add_argument("--report")
     ap.add_argument("--only", help="comma-separated model names")
+    ap.add_argument("--levels", default="import,O0,O2",
+                    help="which of import, O0, O2 to compile and run")
     args = ap.parse_args()
     fusec = os.path.join(args.bin, "fusec")
     fusec_run = os.path.join(args.bin, "fusec-run")
@@ -75,7 +78,7 @@ def main():
         ref = np.load(os.path.join(args.models, name + ".ref0.npy"))
         row = {"name": name}
         outputs = {}
-        for level in ("import", "O0", "O2"):
+        for level in args.levels.split(","):
             fir = os.path.join(args.work, "%s.%s.fir" % (name, level))
             flags = [] if level == "import" else ["-" + level]
             start = time.time()

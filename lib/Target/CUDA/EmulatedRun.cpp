@@ -36,7 +36,6 @@
 #include <deque>
 #include <dlfcn.h>
 #include <map>
-#include <tuple>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -265,25 +264,16 @@ std::string buildLibrary(const Module &module, const LaunchPlan &plan,
                                     // _longjmp between fibers' stacks is what a fortified
                                     // longjmp forbids.
                                     "-U_FORTIFY_SOURCE", "-I" + cudaPath + "/include"};
-  auto compile = [&](const std::string &precompiledHeader) {
-    std::vector<llvm::StringRef> arguments = {*compiler};
-    arguments.insert(arguments.end(), flags.begin(), flags.end());
-    if (!precompiledHeader.empty())
-      arguments.insert(arguments.end(), {"-include", precompiledHeader});
-    arguments.insert(arguments.end(), {"-shared", input, "-o", library});
-    llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::StringRef(log),
-                                                  llvm::StringRef(log)};
-    std::string message;
-    int status = llvm::sys::ExecuteAndWait(*compiler, arguments, llvm::None, redirects, 0, 0,
-                                           &message);
-    return std::make_pair(status, message);
-  };
   // The precompiled header is a shortcut (EmulatorHeaderCache.cpp): a build
   // with it that fails is retried from the text, whose messages count.
-  std::string cached = getCachedEmulatorHeader(*compiler, flags, cudaPath, getEmulatorText());
-  auto [status, message] = compile(cached);
-  if (status != 0 && !cached.empty())
-    std::tie(status, message) = compile("");
+  std::string cached = getCachedEmulatorHeader(*compiler, flags, cudaPath, getEmulatorText()),
+              message;
+  int status = 1;
+  if (!cached.empty())
+    status = runHostCompiler(*compiler, flags,
+                             {"-include", cached, "-shared", input, "-o", library}, log, &message);
+  if (status != 0)
+    status = runHostCompiler(*compiler, flags, {"-shared", input, "-o", library}, log, &message);
   if (status == 0)
     return "";
   if (status < 0)

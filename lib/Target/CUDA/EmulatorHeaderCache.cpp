@@ -87,16 +87,22 @@ static bool buildEntry(const std::string &compiler, const std::vector<std::strin
     llvm::sys::fs::remove(headerTemp);
     return false;
   }
-  std::vector<llvm::StringRef> arguments = {compiler};
-  arguments.insert(arguments.end(), flags.begin(), flags.end());
-  arguments.insert(arguments.end(), {"-x", "c++-header", header, "-o", output});
-  llvm::Optional<llvm::StringRef> quiet[] = {llvm::None, llvm::StringRef(""),
-                                            llvm::StringRef("")};
-  if (llvm::sys::ExecuteAndWait(compiler, arguments, llvm::None, quiet) == 0 &&
-      !llvm::sys::fs::rename(output, precompiled))
+  bool built =
+      cuda::runHostCompiler(compiler, flags, {"-x", "c++-header", header, "-o", output}, "") == 0;
+  if (built && !llvm::sys::fs::rename(output, precompiled))
     return true;
   llvm::sys::fs::remove(output);
   return false;
+}
+
+int cuda::runHostCompiler(const std::string &compiler, const std::vector<std::string> &flags,
+                          llvm::ArrayRef<llvm::StringRef> more, llvm::StringRef log,
+                          std::string *message) {
+  std::vector<llvm::StringRef> arguments = {compiler};
+  arguments.insert(arguments.end(), flags.begin(), flags.end());
+  arguments.insert(arguments.end(), more.begin(), more.end());
+  llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, log, log};
+  return llvm::sys::ExecuteAndWait(compiler, arguments, llvm::None, redirects, 0, 0, message);
 }
 
 std::string cuda::getCachedEmulatorHeader(const std::string &compiler,

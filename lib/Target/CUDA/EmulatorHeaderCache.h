@@ -7,6 +7,7 @@
 #ifndef FUSEC_LIB_TARGET_CUDA_EMULATORHEADERCACHE_H
 #define FUSEC_LIB_TARGET_CUDA_EMULATORHEADERCACHE_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <string>
@@ -23,6 +24,13 @@ namespace fusec::cuda {
 std::string getCachedEmulatorHeader(const std::string &compiler,
                                     const std::vector<std::string> &flags,
                                     const std::string &cudaPath, llvm::StringRef headerText);
+
+/// Runs the host `compiler` with `flags` followed by `more`, its output
+/// going to `log` ("" discards it). Returns the exit status, negative when
+/// the compiler could not be run (`message` then says why).
+int runHostCompiler(const std::string &compiler, const std::vector<std::string> &flags,
+                    llvm::ArrayRef<llvm::StringRef> more, llvm::StringRef log,
+                    std::string *message = nullptr);
 
 } // namespace fusec::cuda
 

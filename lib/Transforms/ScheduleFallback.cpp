@@ -17,6 +17,24 @@
 
 using namespace fusec;
 
+const KStage *fusec::findSoleOwnIndexReader(const Kernel &kernel,
+                                            const std::vector<KStage> &stages, size_t producer) {
+  const KStage *onlyReader = nullptr;
+  int readers = 0;
+  for (size_t j = producer + 1; j < stages.size(); ++j) {
+    const KStage &reader = stages[j];
+    if ((isInternal(kernel, reader) && !reader.isReduction()) ||
+        !loadsBuffer(*reader.body, stages[producer].buffer))
+      continue;
+    ++readers;
+    onlyReader = &reader;
+  }
+  if (readers == 1 &&
+      readsAtOwnIndex(*onlyReader->body, stages[producer].buffer, onlyReader->spatialVars, true))
+    return onlyReader;
+  return nullptr;
+}
+
 void fusec::scheduleFallback(const Kernel &kernel, KSchedule &schedule) {
   std::vector<KStage> stages = inlineSpatialInternals(kernel);
   schedule.rule = "fallback";
@@ -29,20 +47,9 @@ void fusec::scheduleFallback(const Kernel &kernel, KSchedule &schedule) {
     if (isInternal(kernel, stage) && !stage.isReduction()) {
       entry.placement = StageSchedule::Inline;
     } else if (isInternal(kernel, stage)) {
-      const KStage *onlyReader = nullptr;
-      int readers = 0;
-      for (size_t j = i + 1; j < stages.size(); ++j) {
-        const KStage &reader = stages[j];
-        if ((isInternal(kernel, reader) && !reader.isReduction()) ||
-            !loadsBuffer(*reader.body, stage.buffer))
-          continue;
-        ++readers;
-        onlyReader = &reader;
-      }
-      if (readers == 1 &&
-          readsAtOwnIndex(*onlyReader->body, stage.buffer, onlyReader->spatialVars, true)) {
+      if (const KStage *reader = findSoleOwnIndexReader(kernel, stages, i)) {
         entry.placement = StageSchedule::ComputeAt;
-        entry.consumer = onlyReader->buffer;
+        entry.consumer = reader->buffer;
         entry.level = StageSchedule::Thread;
         threadLevel.push_back(stage.buffer);
       }

@@ -15,11 +15,19 @@
 //      it with strided loads, warp shuffles and shared memory;
 //   3. the output: rows(threads, vector, inner = rank - |R|), threads the
 //      smallest power of two >= the reduced extent within [32, 256].
+// Rows of fewer than 32 elements (a 3 x 3 pooling window, a mean over 8)
+// are left to the fallback rule when it would materialize nothing: a warp
+// per row would leave most lanes idle and spend five shuffle rounds per
+// row, where a thread per row reduces it serially in registers, 32 rows to
+// a warp (PyTorch's reductions do the same for short rows).
 //
 //===----------------------------------------------------------------------===//
 #include "ScheduleRules.h"
 
 using namespace fusec;
+
+/// Threads per warp: a row reduction's smallest block.
+static constexpr int64_t kWarpLanes = 32;
 
 /// Whether some input is read with a reduction variable in its last index.
 static bool reducesInnermost(const KExpr &body, const Kernel &kernel, const KStage &stage) {
@@ -78,6 +86,16 @@ static bool isContraction(const KStage &stage) {
   return false;
 }
 
+/// Whether the fallback rule would compute every internal reduction in the
+/// threads of its one reader, materializing nothing.
+static bool reduceInReaderThreads(const Kernel &kernel, const std::vector<KStage> &stages) {
+  for (size_t i = 0; i < stages.size(); ++i)
+    if (isInternal(kernel, stages[i]) && stages[i].isReduction() &&
+        !findSoleOwnIndexReader(kernel, stages, i))
+      return false;
+  return true;
+}
+
 bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std::string &why) {
   if (kernel.outputs.size() != 1)
     return why = "more than one output", false;
@@ -131,7 +149,11 @@ bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std:
                      "' outside its own row",
                false;
   }
-  int64_t threads = 32;
+  if (!symbolicReduction && reduced < kWarpLanes && reduceInReaderThreads(kernel, stages))
+    return why = "rows of " + std::to_string(reduced) + " elements, fewer than a warp's " +
+                 std::to_string(kWarpLanes) + " lanes: a thread per row reduces it serially",
+           false;
+  int64_t threads = kWarpLanes;
   while (threads < 256 && (symbolicReduction || threads < reduced))
     threads *= 2;
   why = std::to_string(reductions.size()) + " row reduction(s) over " +

@@ -96,6 +96,12 @@ bool scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std::string
 /// tiles small enough to give every SM a block).
 bool scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::string &why,
                     const ScheduleCostContext &cost);
+/// The one stage after `stages[producer]` (not an inlined spatial internal)
+/// that reads it, when there is one and it reads it only at its own index,
+/// element by element: the producer can then be computed in that stage's
+/// threads. Null otherwise.
+const KStage *findSoleOwnIndexReader(const Kernel &kernel, const std::vector<KStage> &stages,
+                                     size_t producer);
 /// Anything else: spatial stages inlined, a reduction read element-wise by
 /// one stage computed in that stage's threads, every other reduction
 /// materialized; outputs flat.

@@ -172,6 +172,15 @@ func @main(%x: f32[n,64]) -> f32[n,64] {
     outputs = {tensor(0x20, fusec_rt::DType::f32, {100, 64})};
     REQUIRE(engine.run(inputs, outputs, nullptr) == fusec_rt::Ok);
     CHECK(FakeDriver::launches()[4].grid == 7); // ceil(6400 / 1024)
+    // Intermediates past 2^61 bytes are refused, not wrapped around to a
+    // small workspace that the kernels would overrun.
+    dims = {int64_t(1) << 56};
+    engine.planWorkspace(dims, total);
+    CHECK(total == -1);
+    inputs = {tensor(0x10, fusec_rt::DType::f32, {int64_t(1) << 56, 64})};
+    outputs = {tensor(0x20, fusec_rt::DType::f32, {int64_t(1) << 56, 64})};
+    CHECK(engine.run(inputs, outputs, nullptr) == fusec_rt::ErrorShape);
+    CHECK(FakeDriver::launches().size() == 8);
   }
 
   SECTION("a wrong output shape is refused") {

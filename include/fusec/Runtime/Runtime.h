@@ -273,11 +273,14 @@ public:
     return shape;
   }
 
+  /// -1 past 2^63 - 1 bytes (a static shape may describe more than any
+  /// machine holds; its byte count must not wrap around to a small one).
   int64_t bytesOf(int slotIndex, const std::vector<int64_t> &dims) const {
-    int64_t elements = 1;
+    int64_t bytes = dtypeBytes(desc.slots[slotIndex].dtype);
     for (int64_t size : shapeOf(slotIndex, dims))
-      elements *= size;
-    return elements * dtypeBytes(desc.slots[slotIndex].dtype);
+      if (__builtin_mul_overflow(bytes, size, &bytes))
+        return -1;
+    return bytes;
   }
 
   /// The output shapes for these inputs (so that callers can allocate).
@@ -295,13 +298,24 @@ public:
   /// Workspace offsets of the intermediates (-1 for other slots): largest
   /// first, each at the lowest 256-byte aligned offset that overlaps no
   /// placed intermediate whose lifetime [firstStep, lastStep] overlaps its
-  /// own. Pure computation: testable without a GPU.
+  /// own. Pure computation: testable without a GPU. `total` is -1 when
+  /// the intermediates together pass 2^61 bytes.
   std::vector<int64_t> planWorkspace(const std::vector<int64_t> &dims, int64_t &total) const {
     std::vector<int64_t> offsets(static_cast<size_t>(desc.numSlots), -1), bytes(offsets.size(), 0);
     std::vector<int> order;
+    // Every offset is at most the sum of the sizes, which stays far from
+    // int64's end: no sum below can wrap.
+    constexpr int64_t kMaxBytes = int64_t(1) << 61;
+    int64_t sum = 0;
     for (int s = 0; s < desc.numSlots; ++s)
       if (desc.slots[s].kind == SlotDesc::Intermediate) {
-        bytes[static_cast<size_t>(s)] = (bytesOf(s, dims) + 255) / 256 * 256;
+        int64_t slotBytes = bytesOf(s, dims);
+        sum += slotBytes < 0 || slotBytes > kMaxBytes ? kMaxBytes + 1 : slotBytes;
+        if (sum > kMaxBytes) {
+          total = -1;
+          return offsets;
+        }
+        bytes[static_cast<size_t>(s)] = (slotBytes + 255) / 256 * 256;
         order.push_back(s);
       }
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
@@ -358,6 +372,8 @@ public:
     }
     int64_t total = 0;
     std::vector<int64_t> offsets = planWorkspace(dims, total);
+    if (total < 0)
+      return fail(ErrorShape, "the intermediates need more than 2^61 bytes");
     if (total > workspaceBytes) {
       // Earlier runs may still be using the old workspace on some stream.
       if (workspace) {

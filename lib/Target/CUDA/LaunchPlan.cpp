@@ -465,6 +465,14 @@ private:
         ok = walk(*callee, calleeSymbols, calleeSlots, produced);
         break;
       }
+      case ExprKind::CallExtern:
+        // The launcher calls a library through the outlined function of a
+        // composite (codegen = "cublaslt"), whose body says what to compute.
+        ok = fail("'" + binding.headName() + "' (%" + binding.getResult()->name +
+                  ") cannot run on the GPU: a call_extern names no routine the launcher "
+                  "has (library calls are fuse-by-pattern's composites with a codegen "
+                  "attribute, as -O2 makes them)");
+        return;
       default:
         ok = fail("'" + binding.headName() + "' (%" + binding.getResult()->name +
                   ") cannot run on the GPU: the launcher runs lowered modules, where every "

@@ -10,6 +10,8 @@
 #include "fusec/Runtime/Runtime.h"
 #include "fusec/Target/CUDA.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <nlohmann/json.hpp>
 
 using namespace fusec;
@@ -139,19 +141,24 @@ std::string cuda::writeManifest(const LaunchPlan &plan, const std::string &arch)
     entry["kind"] = slotKinds[slot.kind];
     entry["dtype"] = dtypeName(slot.dtype).str();
     entry["shape"] = shapeJSON(plan, slot.dims);
-    // Bytes: a number when static, else the product written out.
+    // Bytes: a number when static, else the product written out; static
+    // factors past int64 (a type bounds the element count, not the bytes)
+    // are written out one by one.
     int64_t staticBytes = dtypeBytes(slot.dtype);
-    std::string symbolic;
+    std::string staticFactors = std::to_string(staticBytes), symbolic;
+    bool overflow = false;
     for (int64_t dim : slot.dims) {
-      if (dim >= 0)
-        staticBytes *= dim;
-      else
-        symbolic += (symbolic.empty() ? "" : " * ") + plan.dimNames[size_t(-1 - dim)];
+      if (dim >= 0) {
+        staticFactors += " * " + std::to_string(dim);
+        overflow |= llvm::MulOverflow(staticBytes, dim, staticBytes);
+      } else {
+        symbolic += " * " + plan.dimNames[size_t(-1 - dim)];
+      }
     }
-    if (symbolic.empty())
+    if (symbolic.empty() && !overflow)
       entry["bytes"] = staticBytes;
     else
-      entry["bytes"] = std::to_string(staticBytes) + " * " + symbolic;
+      entry["bytes"] = (overflow ? staticFactors : std::to_string(staticBytes)) + symbolic;
     if (slot.kind == fusec_rt::SlotDesc::Intermediate) {
       entry["first_step"] = slot.firstStep;
       entry["last_step"] = slot.lastStep;

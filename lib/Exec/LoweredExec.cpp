@@ -37,6 +37,13 @@
 // thread still reads, poisons the results instead of passing by accident
 // (the CPU runs threads one after another, where a GPU would race).
 //
+// A launch with enough blocks runs them on a pool of worker threads
+// (setInterpreterThreads), each worker with its own compiled copy of the
+// body, shared memory and locals, and counters that are summed afterwards.
+// Blocks share only global memory, whose elements they write disjointly, so
+// the results, the counters and the first error (in block order) are those
+// of running the blocks one after another.
+//
 // Counting follows the emitted code: global loads and stores count their
 // bytes, except that a load which does not depend on a vector loop's lane
 // is made once for the vector (counted at lane 0); a contiguous vector
@@ -45,7 +52,11 @@
 //===----------------------------------------------------------------------===//
 #include "ExecNodes.h"
 
+#include "llvm/Support/ThreadPool.h"
+
+#include <atomic>
 #include <deque>
+#include <exception>
 
 using namespace fusec;
 using namespace fusec::exec;
@@ -543,19 +554,22 @@ public:
   NestedTrips nest;
 };
 
-} // namespace
-
-void exec::runLaunches(const Kernel &kernel, Compiler &compiler) {
-  compiler.kernel = &kernel;
-  for (const LLaunch &launch : kernel.launches) {
-    compiler.slots.clear();
-    LaunchCompiler launchCompiler(kernel, compiler);
-    NodePtr gridSize = compiler.compile(*launch.gridSize);
-    int blockSlot = launchCompiler.newSlot(launch.blockVar);
+/// One copy of a launch: its body compiled against a compiler of its own,
+/// the launch's shared and local buffers, and the counters it adds to. The
+/// kernel's global buffers are shared between copies: blocks write
+/// disjoint elements of them, as they must on a GPU.
+class LaunchInstance {
+public:
+  LaunchInstance(const Kernel &kernel, const Compiler &parent, const LLaunch &launch,
+                 int64_t blocks, KernelCounters &counters)
+      : compiler(counters), launchCompiler(kernel, compiler), threads(launch.threads) {
+    compiler.buffers = parent.buffers;
+    compiler.symbols = parent.symbols;
+    compiler.kernel = &kernel;
+    blockSlot = launchCompiler.newSlot(launch.blockVar);
     launchCompiler.threadSlot = launchCompiler.newSlot(launch.threadVar);
     launchCompiler.threadVar = launch.threadVar;
     launchCompiler.threads = launch.threads;
-    std::vector<std::unique_ptr<Buffer>> scratch;
     for (const KBuffer &declared : launch.buffers) {
       auto buffer = std::make_unique<Buffer>();
       buffer->name = declared.name;
@@ -575,22 +589,114 @@ void exec::runLaunches(const Kernel &kernel, Compiler &compiler) {
       compiler.buffers[declared.name] = buffer.get();
       scratch.push_back(std::move(buffer));
     }
-    StmtPtr body = launchCompiler.compileList(launch.body);
-    std::vector<int64_t> vars(launchCompiler.slotCount + 1, 0);
-    int64_t blocks =
-        tripCount(gridSize->evalInt(vars.data()), "a grid");
-    if (blocks <= 0)
-      continue;
+    body = launchCompiler.compileList(launch.body);
+    vars.assign(launchCompiler.slotCount + 1, 0);
     launchCompiler.nest.reset(blocks, launch.threads);
-    ++compiler.counters.launches;
-    for (int64_t block = 0; block < blocks; ++block) {
+  }
+
+  /// Runs blocks `from` to `to` - 1, in order.
+  void run(int64_t from, int64_t to) {
+    for (int64_t block = from; block < to; ++block) {
       vars[blockSlot] = block;
       for (auto &buffer : scratch)
         std::fill(buffer->data.begin(), buffer->data.end(), NAN);
-      launchCompiler.async.reset(launch.threads);
+      launchCompiler.async.reset(threads);
       body->exec(vars.data());
     }
-    for (auto &buffer : scratch)
-      compiler.buffers.erase(buffer->name);
+  }
+
+private:
+  Compiler compiler;
+  LaunchCompiler launchCompiler;
+  int64_t threads;
+  int blockSlot = 0;
+  std::vector<std::unique_ptr<Buffer>> scratch;
+  StmtPtr body;
+  std::vector<int64_t> vars;
+};
+
+/// Threads (blocks x threads per block) below which a launch runs on the
+/// calling thread alone: compiling the body once more per worker and waking
+/// the workers cost about as much as running a statement for this many
+/// threads. (A block of a tiled matmul loops over K: 16 blocks of 256
+/// threads are seconds of work.)
+constexpr int64_t kMinParallelThreadIterations = 2048;
+
+unsigned configuredThreads = 0; // setInterpreterThreads; 0: one per core
+
+unsigned workerCount() {
+  return configuredThreads ? configuredThreads
+                           : llvm::hardware_concurrency().compute_thread_count();
+}
+
+llvm::ThreadPool &workerPool() {
+  static llvm::ThreadPool pool(llvm::hardware_concurrency(workerCount()));
+  return pool;
+}
+
+void addCounters(KernelCounters &into, const KernelCounters &from) {
+  into.bytesRead += from.bytesRead;
+  into.bytesWritten += from.bytesWritten;
+  for (const auto &[op, count] : from.evaluations)
+    into.evaluations[op] += count;
+}
+
+/// Runs the blocks of a launch on the worker pool, in chunks of
+/// consecutive blocks taken in order. The results are those of running the
+/// blocks one after another (blocks share no memory but global buffers,
+/// whose elements they write disjointly); the counters are summed; an
+/// error is the one the first failing block, in block order, reports.
+void runBlocksInParallel(const Kernel &kernel, Compiler &compiler, const LLaunch &launch,
+                         int64_t blocks, unsigned workers) {
+  int64_t chunks = std::min<int64_t>(blocks, int64_t(workers) * 8);
+  std::vector<KernelCounters> counters(workers);
+  std::vector<std::unique_ptr<LaunchInstance>> instances;
+  for (unsigned w = 0; w < workers; ++w)
+    instances.push_back(
+        std::make_unique<LaunchInstance>(kernel, compiler, launch, blocks, counters[w]));
+  std::atomic<int64_t> nextChunk{0}, firstFailed{chunks};
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(chunks));
+  llvm::ThreadPool &pool = workerPool();
+  for (unsigned w = 0; w < workers; ++w)
+    pool.async([&, w] {
+      for (int64_t chunk; (chunk = nextChunk++) < chunks && chunk < firstFailed;) {
+        try {
+          instances[w]->run(blocks * chunk / chunks, blocks * (chunk + 1) / chunks);
+        } catch (...) {
+          errors[size_t(chunk)] = std::current_exception();
+          for (int64_t seen = firstFailed; chunk < seen;)
+            firstFailed.compare_exchange_weak(seen, chunk);
+          return;
+        }
+      }
+    });
+  pool.wait();
+  if (firstFailed < chunks)
+    std::rethrow_exception(errors[size_t(firstFailed.load())]);
+  for (const KernelCounters &worker : counters)
+    addCounters(compiler.counters, worker);
+}
+
+} // namespace
+
+void fusec::setInterpreterThreads(unsigned threads) { configuredThreads = threads; }
+
+void exec::runLaunches(const Kernel &kernel, Compiler &compiler) {
+  compiler.kernel = &kernel;
+  for (const LLaunch &launch : kernel.launches) {
+    compiler.slots.clear();
+    // The grid size reads only symbolic dims.
+    NodePtr gridSize = compiler.compile(*launch.gridSize);
+    std::vector<int64_t> noVars(1, 0);
+    int64_t blocks = tripCount(gridSize->evalInt(noVars.data()), "a grid");
+    if (blocks <= 0)
+      continue;
+    ++compiler.counters.launches;
+    unsigned workers = unsigned(std::min<int64_t>(workerCount(), blocks));
+    if (workers > 1 && blocks * launch.threads >= kMinParallelThreadIterations) {
+      runBlocksInParallel(kernel, compiler, launch, blocks, workers);
+      continue;
+    }
+    LaunchInstance(kernel, compiler, launch, blocks, compiler.counters).run(0, blocks);
   }
 }

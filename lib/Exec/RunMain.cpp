@@ -69,6 +69,10 @@ cl::opt<bool> unchecked("unchecked",
                         cl::cat(runCategory));
 cl::opt<std::string> cudaPath("cuda-path", cl::desc("CUDA installation for NVRTC"),
                               cl::value_desc("DIR"), cl::cat(runCategory));
+cl::opt<unsigned> threads("threads",
+                          cl::desc("Threads that run a lowered launch's blocks (default 0: one "
+                                   "per core); results and counters do not depend on it"),
+                          cl::init(0), cl::cat(runCategory));
 /// How a GPU's (or the emulator's) results are compared with the
 /// interpreter's: relative to the output's magnitude, and no more tightly
 /// than the module's least precise float type allows (CompareOptions).
@@ -143,6 +147,7 @@ int fusec::runMain(int argc, char **argv) {
     return fail(2, "--unchecked needs --device=cuda, and no --expect or --counters");
   if (benchRuns < 1)
     return fail(2, "--bench-runs must be at least 1");
+  setInterpreterThreads(threads);
   // `--inputs=` (an empty list, as a script writes it for a function
   // without parameters) names no files.
   std::vector<std::string> inputFiles(inputs.begin(), inputs.end());

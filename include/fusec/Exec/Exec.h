@@ -117,6 +117,11 @@ std::string compareResults(const std::vector<TensorData> &expected,
                            const std::vector<TensorData> &actual,
                            const CompareOptions &options = {});
 
+/// How many threads run a lowered launch's blocks (0, the default: one per
+/// core; 1: the calling thread alone). Results, counters and errors do not
+/// depend on it. Takes effect before the first parallel launch.
+void setInterpreterThreads(unsigned threads);
+
 /// The entry function used by fusec-run and --check-each: `@main`, else the
 /// first graph function no other function calls.
 const Function *findEntryFunction(const Module &module, llvm::StringRef name = "");

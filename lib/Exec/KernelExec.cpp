@@ -103,8 +103,157 @@ double combineAll(Combiner combiner, double acc, const double *values, int64_t n
   return acc;
 }
 
+/// A stage's sweep over a range of its outer points (every spatial dim but
+/// the batched one), with a body compiled for one thread: the stage runs on
+/// one runner, or on one per worker, each over consecutive points.
+class StageRunner {
+public:
+  StageRunner(const KStage &stage, Compiler &compiler, Buffer &out,
+              const std::vector<int64_t> &extents, size_t spatialCount, size_t batched)
+      : stage(stage), out(out), extents(extents), spatialCount(spatialCount),
+        batched(batched), body(compiler.compile(*stage.body)), bodyDType(stage.body->dtype),
+        vars(extents.size() + 1, 0) {
+    combiner = stage.combiner == "multiply" ? Combiner::Multiply
+               : stage.combiner == "max"    ? Combiner::Max
+               : stage.combiner == "min"    ? Combiner::Min
+                                            : Combiner::Add;
+    if (stage.isReduction())
+      combineCount = &compiler.counters.evaluations[stage.combiner];
+    outStride = spatialCount ? out.strides[batched] : 1;
+  }
+
+  /// Outer points: 1 for a 0-d output, none when the batched dim is empty.
+  static int64_t outerPoints(const std::vector<int64_t> &extents, size_t spatialCount,
+                             size_t batched) {
+    if (spatialCount == 0)
+      return 1;
+    if (extents[batched] == 0)
+      return 0;
+    return product(extents, 0, spatialCount) / extents[batched];
+  }
+
+  /// Runs outer points `from` to `to` - 1 in order.
+  void run(int64_t from, int64_t to) {
+    if (spatialCount == 0) {
+      if (from < to)
+        element(1, -1);
+      return;
+    }
+    for (int64_t point = from; point < to; ++point) {
+      for (size_t d = spatialCount, rest = point; d-- > 0;) {
+        if (d == batched)
+          continue;
+        vars[d] = int64_t(rest % extents[d]);
+        rest /= extents[d];
+      }
+      for (int64_t start = 0; start < extents[batched]; start += kBatch) {
+        vars[batched] = start;
+        element(std::min(kBatch, extents[batched] - start), int(batched));
+      }
+    }
+  }
+
+  int64_t stored = 0;
+
+private:
+  static int64_t product(const std::vector<int64_t> &extents, size_t from, size_t to) {
+    int64_t total = 1;
+    for (size_t d = from; d < to; ++d)
+      total *= extents[d];
+    return total;
+  }
+
+  void store(const double *values, int64_t count, DType from) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < spatialCount; ++d)
+      offset += vars[d] * out.strides[d];
+    double *to = out.data.data() + offset;
+    for (int64_t t = 0; t < count; ++t)
+      to[t * outStride] = convertValue(values[t], from, out.dtype);
+    stored += count;
+  }
+
+  /// The outputs vars[slot] .. + count - 1 (one output, slot -1, for a 0-d
+  /// output).
+  void element(int64_t count, int slot) {
+    if (!stage.isReduction()) {
+      if (slot < 0)
+        batch[0] = body->eval(vars.data());
+      else
+        body->evalBatch(vars.data(), slot, count, batch);
+      store(batch, count, bodyDType);
+      return;
+    }
+    // Each output element folds its reduction points in order. With spatial
+    // dims, a batch of neighbouring outputs is folded together (same order
+    // per element); a 0-d output batches the reduction.
+    int64_t reduceTotal = product(extents, spatialCount, extents.size());
+    double init = isIntDType(stage.accumulate) ? intValueOf(stage.intInit, stage.accumulate)
+                                               : roundTo(stage.init, stage.accumulate);
+    if (slot < 0) {
+      double acc = init;
+      size_t last = extents.size() - 1;
+      int64_t outer = reduceTotal ? reduceTotal / extents[last] : 0;
+      for (int64_t point = 0; point < outer; ++point) {
+        for (size_t d = last, rest = point; d-- > spatialCount;) {
+          vars[d] = int64_t(rest % extents[d]);
+          rest /= extents[d];
+        }
+        for (int64_t start = 0; start < extents[last]; start += kBatch) {
+          vars[last] = start;
+          int64_t n = std::min(kBatch, extents[last] - start);
+          body->evalBatch(vars.data(), int(last), n, batch);
+          acc = combineAll(combiner, acc, batch, n, bodyDType, stage.accumulate);
+          *combineCount += n;
+        }
+      }
+      store(&acc, 1, stage.accumulate);
+      return;
+    }
+    std::fill(accs, accs + count, init);
+    for (int64_t step = 0; step < reduceTotal; ++step) {
+      for (size_t d = extents.size(), rest = step; d-- > spatialCount;) {
+        vars[d] = int64_t(rest % extents[d]);
+        rest /= extents[d];
+      }
+      body->evalBatch(vars.data(), slot, count, batch);
+      if (combiner == Combiner::Add && stage.accumulate == DType::f32 &&
+          bodyDType != DType::i64) {
+        for (int64_t t = 0; t < count; ++t) // the matmul/conv case
+          accs[t] = static_cast<float>(accs[t] + static_cast<float>(batch[t]));
+      } else {
+        for (int64_t t = 0; t < count; ++t)
+          accs[t] = combineOne(combiner, accs[t], batch[t], bodyDType, stage.accumulate);
+      }
+    }
+    *combineCount += count * reduceTotal;
+    store(accs, count, stage.accumulate);
+  }
+
+  const KStage &stage;
+  Buffer &out;
+  const std::vector<int64_t> &extents;
+  size_t spatialCount, batched;
+  NodePtr body;
+  DType bodyDType;
+  Combiner combiner = Combiner::Add;
+  int64_t *combineCount = nullptr;
+  int64_t outStride = 1;
+  std::vector<int64_t> vars;
+  double batch[kBatch], accs[kBatch];
+};
+
+/// Stage points (outputs x reduction points) below which a stage runs on
+/// the calling thread alone: compiling the body once more per worker costs
+/// about as much.
+constexpr int64_t kMinParallelStagePoints = 1 << 14;
+
 /// Runs `stage` over its domain: row-major, reduction variables innermost,
-/// the innermost variable evaluated in batches.
+/// the innermost variable evaluated in batches. Large stages run on worker
+/// threads, each over consecutive outer points with its own compiled body
+/// and counters: the outputs are computed exactly as one after another
+/// (each folds its own reduction in order), and an error is the first
+/// failing point's, in order.
 void runStage(const KStage &stage, Compiler &compiler, Buffer &out) {
   compiler.slots.clear();
   std::vector<int64_t> extents;
@@ -119,54 +268,13 @@ void runStage(const KStage &stage, Compiler &compiler, Buffer &out) {
   }
   // Like a lowered loop's trip count: a domain of 2^53 points or more (its
   // product may not even fit int64) is refused, never wrapped.
+  int64_t points = 1;
   if (!llvm::is_contained(extents, 0)) {
-    int64_t points = 1;
     for (int64_t extent : extents)
       if (__builtin_mul_overflow(points, extent, &points) || points >= (int64_t(1) << 53))
         throw ExecError{"the stage of %" + stage.buffer +
                         " has 2^53 or more iterations, more than the interpreter runs"};
   }
-  NodePtr body = compiler.compile(*stage.body);
-  DType bodyDType = stage.body->dtype;
-  Combiner combiner = stage.combiner == "multiply" ? Combiner::Multiply
-                      : stage.combiner == "max"    ? Combiner::Max
-                      : stage.combiner == "min"    ? Combiner::Min
-                                                   : Combiner::Add;
-  int64_t *combineCount =
-      stage.isReduction() ? &compiler.counters.evaluations[stage.combiner] : nullptr;
-  int64_t elementBytes = dtypeBytes(out.dtype);
-  std::vector<int64_t> vars(extents.size() + 1, 0);
-  double batch[kBatch];
-  auto product = [&](size_t from, size_t to) {
-    int64_t total = 1;
-    for (size_t d = from; d < to; ++d)
-      total *= extents[d];
-    return total;
-  };
-  // Visits every point of dims [from, to) but `batched` and, along
-  // `batched`, runs `inner(count, slot)` per batch with vars[batched] at the
-  // batch start (slot -1 when the range is empty: one point).
-  auto sweep = [&](size_t from, size_t to, size_t batched, auto &&inner) {
-    if (from == to) {
-      inner(int64_t(1), -1);
-      return;
-    }
-    if (extents[batched] == 0)
-      return;
-    int64_t outer = product(from, to) / extents[batched];
-    for (int64_t point = 0; point < outer; ++point) {
-      for (size_t d = to, rest = point; d-- > from;) {
-        if (d == batched)
-          continue;
-        vars[d] = int64_t(rest % extents[d]);
-        rest /= extents[d];
-      }
-      for (int64_t start = 0; start < extents[batched]; start += kBatch) {
-        vars[batched] = start;
-        inner(std::min(kBatch, extents[batched] - start), int(batched));
-      }
-    }
-  };
   // Batches run along the innermost output dim, or along a longer one when
   // it is short (a convolution's 7 x 7 rows beside 512 channels): the cost
   // of a batch is mostly per call, so fewer, fuller batches run faster. The
@@ -175,75 +283,36 @@ void runStage(const KStage &stage, Compiler &compiler, Buffer &out) {
   for (size_t d = 0; d + 1 < spatialCount; ++d)
     if (extents[batched] < kBatch && extents[d] > extents[batched])
       batched = d;
-  int64_t outStride = spatialCount ? out.strides[batched] : 1;
-  auto outOffset = [&]() {
-    int64_t offset = 0;
-    for (size_t d = 0; d < spatialCount; ++d)
-      offset += vars[d] * out.strides[d];
-    return offset;
-  };
+  int64_t outer = StageRunner::outerPoints(extents, spatialCount, batched);
+  unsigned workers = unsigned(std::min<int64_t>(getInterpreterWorkers(), outer));
   int64_t stored = 0;
-  auto store = [&](const double *values, int64_t count, DType from) {
-    double *to = out.data.data() + outOffset();
-    for (int64_t t = 0; t < count; ++t)
-      to[t * outStride] = convertValue(values[t], from, out.dtype);
-    stored += count;
-  };
-  if (!stage.isReduction()) {
-    sweep(0, spatialCount, batched, [&](int64_t count, int slot) {
-      if (slot < 0)
-        batch[0] = body->eval(vars.data());
-      else
-        body->evalBatch(vars.data(), slot, count, batch);
-      store(batch, count, bodyDType);
+  if (workers > 1 && points >= kMinParallelStagePoints) {
+    std::vector<KernelCounters> counters(workers);
+    std::vector<std::unique_ptr<Compiler>> compilers;
+    std::vector<std::unique_ptr<StageRunner>> runners;
+    for (unsigned w = 0; w < workers; ++w) {
+      compilers.push_back(std::make_unique<Compiler>(counters[w]));
+      compilers.back()->buffers = compiler.buffers;
+      compilers.back()->slots = compiler.slots;
+      compilers.back()->symbols = compiler.symbols;
+      compilers.back()->kernel = compiler.kernel;
+      runners.push_back(std::make_unique<StageRunner>(stage, *compilers.back(), out, extents,
+                                                      spatialCount, batched));
+    }
+    runInChunks(outer, workers, [&](unsigned w, int64_t from, int64_t to) {
+      runners[w]->run(from, to);
     });
+    for (unsigned w = 0; w < workers; ++w) {
+      addCounters(compiler.counters, counters[w]);
+      stored += runners[w]->stored;
+    }
   } else {
-    // Each output element folds its reduction points in order. With spatial
-    // dims, a batch of neighbouring outputs is folded together (same order
-    // per element); a 0-d output batches the reduction.
-    int64_t reduceTotal = product(spatialCount, extents.size());
-    double accs[kBatch];
-    sweep(0, spatialCount, batched, [&](int64_t count, int slot) {
-      double init = isIntDType(stage.accumulate)
-                        ? intValueOf(stage.intInit, stage.accumulate)
-                        : roundTo(stage.init, stage.accumulate);
-      if (slot < 0) {
-        double acc = init;
-        if (reduceTotal > 0)
-          sweep(spatialCount, extents.size(), extents.size() - 1,
-                [&](int64_t n, int innerSlot) {
-                  if (innerSlot < 0)
-                    batch[0] = body->eval(vars.data());
-                  else
-                    body->evalBatch(vars.data(), innerSlot, n, batch);
-                  acc = combineAll(combiner, acc, batch, n, bodyDType, stage.accumulate);
-                  *combineCount += n;
-                });
-        store(&acc, 1, stage.accumulate);
-        return;
-      }
-      std::fill(accs, accs + count, init);
-      for (int64_t step = 0; step < reduceTotal; ++step) {
-        for (size_t d = extents.size(), rest = step; d-- > spatialCount;) {
-          vars[d] = int64_t(rest % extents[d]);
-          rest /= extents[d];
-        }
-        body->evalBatch(vars.data(), slot, count, batch);
-        if (combiner == Combiner::Add && stage.accumulate == DType::f32 &&
-            bodyDType != DType::i64) {
-          for (int64_t t = 0; t < count; ++t) // the matmul/conv case
-            accs[t] = static_cast<float>(accs[t] + static_cast<float>(batch[t]));
-        } else {
-          for (int64_t t = 0; t < count; ++t)
-            accs[t] = combineOne(combiner, accs[t], batch[t], bodyDType, stage.accumulate);
-        }
-      }
-      *combineCount += count * reduceTotal;
-      store(accs, count, stage.accumulate);
-    });
+    StageRunner runner(stage, compiler, out, extents, spatialCount, batched);
+    runner.run(0, outer);
+    stored = runner.stored;
   }
   if (out.global)
-    compiler.counters.bytesWritten += elementBytes * stored;
+    compiler.counters.bytesWritten += dtypeBytes(out.dtype) * stored;
 }
 
 /// A GPU leaves an output element no thread stores holding whatever the

@@ -4,6 +4,8 @@
 
 #include "fusec/Exec/Exec.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 namespace fusec {
 namespace exec {
 
@@ -49,6 +51,21 @@ void roundBatch(double *values, int64_t n, DType dtype);
 std::vector<std::shared_ptr<TensorData>>
 runKernel(const Kernel &kernel, const std::vector<std::shared_ptr<TensorData>> &inputs,
           KernelCounters &counters);
+
+/// How many workers a parallel stage or launch uses: setInterpreterThreads's
+/// count, or one per core.
+unsigned getInterpreterWorkers();
+
+/// Runs `body(worker, from, to)` over the indices [0, count) in chunks of
+/// consecutive indices, taken in order by `workers` threads (worker w runs
+/// its chunks one after another, so state of its own needs no lock). An
+/// exception is rethrown here: the first failing chunk's, in index order
+/// (ExecParallel.cpp).
+void runInChunks(int64_t count, unsigned workers,
+                 llvm::function_ref<void(unsigned, int64_t, int64_t)> body);
+
+/// Adds `from`'s bytes and evaluations (not its launches) to `into`.
+void addCounters(KernelCounters &into, const KernelCounters &from);
 
 } // namespace exec
 } // namespace fusec

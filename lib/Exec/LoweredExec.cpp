@@ -52,11 +52,7 @@
 //===----------------------------------------------------------------------===//
 #include "ExecNodes.h"
 
-#include "llvm/Support/ThreadPool.h"
-
-#include <atomic>
 #include <deque>
-#include <exception>
 
 using namespace fusec;
 using namespace fusec::exec;
@@ -622,64 +618,7 @@ private:
 /// threads are seconds of work.)
 constexpr int64_t kMinParallelThreadIterations = 2048;
 
-unsigned configuredThreads = 0; // setInterpreterThreads; 0: one per core
-
-unsigned workerCount() {
-  return configuredThreads ? configuredThreads
-                           : llvm::hardware_concurrency().compute_thread_count();
-}
-
-llvm::ThreadPool &workerPool() {
-  static llvm::ThreadPool pool(llvm::hardware_concurrency(workerCount()));
-  return pool;
-}
-
-void addCounters(KernelCounters &into, const KernelCounters &from) {
-  into.bytesRead += from.bytesRead;
-  into.bytesWritten += from.bytesWritten;
-  for (const auto &[op, count] : from.evaluations)
-    into.evaluations[op] += count;
-}
-
-/// Runs the blocks of a launch on the worker pool, in chunks of
-/// consecutive blocks taken in order. The results are those of running the
-/// blocks one after another (blocks share no memory but global buffers,
-/// whose elements they write disjointly); the counters are summed; an
-/// error is the one the first failing block, in block order, reports.
-void runBlocksInParallel(const Kernel &kernel, Compiler &compiler, const LLaunch &launch,
-                         int64_t blocks, unsigned workers) {
-  int64_t chunks = std::min<int64_t>(blocks, int64_t(workers) * 8);
-  std::vector<KernelCounters> counters(workers);
-  std::vector<std::unique_ptr<LaunchInstance>> instances;
-  for (unsigned w = 0; w < workers; ++w)
-    instances.push_back(
-        std::make_unique<LaunchInstance>(kernel, compiler, launch, blocks, counters[w]));
-  std::atomic<int64_t> nextChunk{0}, firstFailed{chunks};
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(chunks));
-  llvm::ThreadPool &pool = workerPool();
-  for (unsigned w = 0; w < workers; ++w)
-    pool.async([&, w] {
-      for (int64_t chunk; (chunk = nextChunk++) < chunks && chunk < firstFailed;) {
-        try {
-          instances[w]->run(blocks * chunk / chunks, blocks * (chunk + 1) / chunks);
-        } catch (...) {
-          errors[size_t(chunk)] = std::current_exception();
-          for (int64_t seen = firstFailed; chunk < seen;)
-            firstFailed.compare_exchange_weak(seen, chunk);
-          return;
-        }
-      }
-    });
-  pool.wait();
-  if (firstFailed < chunks)
-    std::rethrow_exception(errors[size_t(firstFailed.load())]);
-  for (const KernelCounters &worker : counters)
-    addCounters(compiler.counters, worker);
-}
-
 } // namespace
-
-void fusec::setInterpreterThreads(unsigned threads) { configuredThreads = threads; }
 
 void exec::runLaunches(const Kernel &kernel, Compiler &compiler) {
   compiler.kernel = &kernel;
@@ -692,9 +631,18 @@ void exec::runLaunches(const Kernel &kernel, Compiler &compiler) {
     if (blocks <= 0)
       continue;
     ++compiler.counters.launches;
-    unsigned workers = unsigned(std::min<int64_t>(workerCount(), blocks));
+    unsigned workers = unsigned(std::min<int64_t>(getInterpreterWorkers(), blocks));
     if (workers > 1 && blocks * launch.threads >= kMinParallelThreadIterations) {
-      runBlocksInParallel(kernel, compiler, launch, blocks, workers);
+      std::vector<KernelCounters> counters(workers);
+      std::vector<std::unique_ptr<LaunchInstance>> instances;
+      for (unsigned w = 0; w < workers; ++w)
+        instances.push_back(
+            std::make_unique<LaunchInstance>(kernel, compiler, launch, blocks, counters[w]));
+      runInChunks(blocks, workers, [&](unsigned w, int64_t from, int64_t to) {
+        instances[w]->run(from, to);
+      });
+      for (const KernelCounters &worker : counters)
+        addCounters(compiler.counters, worker);
       continue;
     }
     LaunchInstance(kernel, compiler, launch, blocks, compiler.counters).run(0, blocks);

@@ -52,7 +52,7 @@ std::string bytes(const uint8_t *data, size_t size) {
   if (size == 0)
     return "{0}";
   std::string text;
-  text.reserve(size * 2 + size / 16);
+  text.reserve(size * 4 + size / 16);
   for (size_t i = 0; i < size; ++i) {
     if (i % 64 == 0)
       text += i ? "\"\n  \"" : "\n  \"";
@@ -60,9 +60,10 @@ std::string bytes(const uint8_t *data, size_t size) {
     if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '?') {
       text += char(c);
     } else {
-      char escape[8];
-      std::snprintf(escape, sizeof escape, "\\%03o", c);
-      text += escape;
+      // Written digit by digit: models embed megabytes of these.
+      const char escape[4] = {'\\', char('0' + (c >> 6)), char('0' + ((c >> 3) & 7)),
+                              char('0' + (c & 7))};
+      text.append(escape, 4);
     }
   }
   return text + "\"";

@@ -12,7 +12,8 @@
 //      reparse (the pass manager's verify-each and round-trip checks).
 //   2. When the pipeline succeeds, the CUDA C is generated (a failure is a
 //      bug), and the launch plan, manifest and launcher of the entry
-//      function (the plan may refuse the module, as for a call_extern).
+//      function (the plan may refuse the module, as for a call_extern; the
+//      launcher is left out past a megabyte of constants).
 //   3. When the program is small (every tensor at most kMaxCheckedElements
 //      elements, a symbolic dim counted as the interpreter's default 8), the
 //      interpreter runs it on deterministic inputs before the pipeline and
@@ -40,6 +41,7 @@ namespace {
 /// second on the interpreter.
 constexpr int64_t kMaxCheckedElements = 1024;
 constexpr int64_t kDefaultSymbolicSize = 8;
+constexpr int64_t kMaxLauncherConstantBytes = 1 << 20;
 
 bool isSmallType(const Type &type) {
   if (type.isTuple()) {
@@ -133,12 +135,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fail("CUDA C generation failed after -" + std::string(level) + ": " + error);
   // The entry is looked up again: the pipeline rewrote the module.
   // A launch plan may be refused (a call_extern names no routine fusec
-  // has; a symbolic dim no input carries), but not crash.
+  // has; a symbolic dim no input carries), but not crash. The launcher
+  // embeds the constants as text: megabytes of them (a sample's weights)
+  // take a minute under the sanitizers, and are left out.
   cuda::LaunchPlan plan;
   const Function *lowered = findEntryFunction(*module);
   if (lowered && cuda::buildLaunchPlan(*module, *lowered, plan, error)) {
     cuda::writeManifest(plan, "sm_90");
-    cuda::writeLauncher(plan, "fuzz.h", "");
+    int64_t constantBytes = 0;
+    for (const TensorData &constant : plan.constants)
+      constantBytes += constant.getNumElements() * dtypeBytes(constant.getDType());
+    if (constantBytes <= kMaxLauncherConstantBytes)
+      cuda::writeLauncher(plan, "fuzz.h", "");
   }
   return 0;
 }

@@ -190,6 +190,13 @@ private:
     int64_t reduceTotal = product(extents, spatialCount, extents.size());
     double init = isIntDType(stage.accumulate) ? intValueOf(stage.intInit, stage.accumulate)
                                                : roundTo(stage.init, stage.accumulate);
+    if (slot < 0 && extents.size() == spatialCount) { // a reduction over no axes
+      double acc = combineOne(combiner, init, body->eval(vars.data()), bodyDType,
+                              stage.accumulate);
+      *combineCount += 1;
+      store(&acc, 1, stage.accumulate);
+      return;
+    }
     if (slot < 0) {
       double acc = init;
       size_t last = extents.size() - 1;

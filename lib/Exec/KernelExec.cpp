@@ -110,8 +110,8 @@ class StageRunner {
 public:
   StageRunner(const KStage &stage, Compiler &compiler, Buffer &out,
               const std::vector<int64_t> &extents, size_t spatialCount, size_t batched)
-      : stage(stage), out(out), extents(extents), spatialCount(spatialCount),
-        batched(batched), body(compiler.compile(*stage.body)), bodyDType(stage.body->dtype),
+      : stage(stage), out(out), extents(extents), spatialCount(spatialCount), batched(batched),
+        body(compiler.compile(*stage.body)), bodyDType(stage.body->dtype),
         vars(extents.size() + 1, 0) {
     combiner = stage.combiner == "multiply" ? Combiner::Multiply
                : stage.combiner == "max"    ? Combiner::Max
@@ -191,8 +191,7 @@ private:
     double init = isIntDType(stage.accumulate) ? intValueOf(stage.intInit, stage.accumulate)
                                                : roundTo(stage.init, stage.accumulate);
     if (slot < 0 && extents.size() == spatialCount) { // a reduction over no axes
-      double acc = combineOne(combiner, init, body->eval(vars.data()), bodyDType,
-                              stage.accumulate);
+      double acc = combineOne(combiner, init, body->eval(vars.data()), bodyDType, stage.accumulate);
       *combineCount += 1;
       store(&acc, 1, stage.accumulate);
       return;
@@ -224,8 +223,7 @@ private:
         rest /= extents[d];
       }
       body->evalBatch(vars.data(), slot, count, batch);
-      if (combiner == Combiner::Add && stage.accumulate == DType::f32 &&
-          bodyDType != DType::i64) {
+      if (combiner == Combiner::Add && stage.accumulate == DType::f32 && bodyDType != DType::i64) {
         for (int64_t t = 0; t < count; ++t) // the matmul/conv case
           accs[t] = static_cast<float>(accs[t] + static_cast<float>(batch[t]));
       } else {
@@ -306,9 +304,8 @@ void runStage(const KStage &stage, Compiler &compiler, Buffer &out) {
       runners.push_back(std::make_unique<StageRunner>(stage, *compilers.back(), out, extents,
                                                       spatialCount, batched));
     }
-    runInChunks(outer, workers, [&](unsigned w, int64_t from, int64_t to) {
-      runners[w]->run(from, to);
-    });
+    runInChunks(outer, workers,
+                [&](unsigned w, int64_t from, int64_t to) { runners[w]->run(from, to); });
     for (unsigned w = 0; w < workers; ++w) {
       addCounters(compiler.counters, counters[w]);
       stored += runners[w]->stored;

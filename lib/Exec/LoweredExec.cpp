@@ -638,9 +638,8 @@ void exec::runLaunches(const Kernel &kernel, Compiler &compiler) {
       for (unsigned w = 0; w < workers; ++w)
         instances.push_back(
             std::make_unique<LaunchInstance>(kernel, compiler, launch, blocks, counters[w]));
-      runInChunks(blocks, workers, [&](unsigned w, int64_t from, int64_t to) {
-        instances[w]->run(from, to);
-      });
+      runInChunks(blocks, workers,
+                  [&](unsigned w, int64_t from, int64_t to) { instances[w]->run(from, to); });
       for (const KernelCounters &worker : counters)
         addCounters(compiler.counters, worker);
       continue;

@@ -17,8 +17,8 @@
 
 using namespace fusec;
 
-const KStage *fusec::findSoleOwnIndexReader(const Kernel &kernel,
-                                            const std::vector<KStage> &stages, size_t producer) {
+const KStage *fusec::findSoleOwnIndexReader(const Kernel &kernel, const std::vector<KStage> &stages,
+                                            size_t producer) {
   const KStage *onlyReader = nullptr;
   int readers = 0;
   for (size_t j = producer + 1; j < stages.size(); ++j) {

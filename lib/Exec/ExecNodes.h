@@ -692,6 +692,11 @@ struct Compiler {
   const Kernel *kernel = nullptr;
 
   explicit Compiler(KernelCounters &counters) : counters(counters) {}
+  /// A compiler for one worker's copy of a stage or launch: `parent`'s
+  /// buffers, slots and symbols, its evaluations counted into `counters`.
+  Compiler(const Compiler &parent, KernelCounters &counters)
+      : buffers(parent.buffers), slots(parent.slots), symbols(parent.symbols), counters(counters),
+        kernel(parent.kernel) {}
 
   /// Index calculations for `indices`.
   std::vector<IndexCalc> compileIndices(const std::vector<KExprPtr> &indices);

@@ -103,66 +103,77 @@ double combineAll(Combiner combiner, double acc, const double *values, int64_t n
   return acc;
 }
 
-/// A stage's sweep over a range of its outer points (every spatial dim but
-/// the batched one), with a body compiled for one thread: the stage runs on
-/// one runner, or on one per worker, each over consecutive points.
+/// Visits, in row-major order, the points `from` to `to` - 1 of dims
+/// [first, last) but `along`, and at each calls `inner(count, along)` per
+/// batch of dim `along`, with vars[along] at the batch's start. Without dims
+/// there is one point: `inner(1, -1)`.
+template <typename Inner>
+void sweep(const std::vector<int64_t> &extents, int64_t *vars, size_t first, size_t last,
+           size_t along, int64_t from, int64_t to, Inner &&inner) {
+  if (first == last) {
+    if (from < to)
+      inner(int64_t(1), -1);
+    return;
+  }
+  for (int64_t point = from; point < to; ++point) {
+    for (size_t d = last, rest = point; d-- > first;) {
+      if (d == along)
+        continue;
+      vars[d] = int64_t(rest % extents[d]);
+      rest /= extents[d];
+    }
+    for (int64_t start = 0; start < extents[along]; start += kBatch) {
+      vars[along] = start;
+      inner(std::min(kBatch, extents[along] - start), int(along));
+    }
+  }
+}
+
+/// The points `sweep` visits over dims [first, last) but `along`.
+int64_t sweepPoints(const std::vector<int64_t> &extents, size_t first, size_t last, size_t along) {
+  if (first == last)
+    return 1;
+  int64_t total = 1;
+  for (size_t d = first; d < last; ++d)
+    if (d != along)
+      total *= extents[d];
+  return extents[along] ? total : 0;
+}
+
+/// A stage over a range of its outer points (the spatial dims but the
+/// batched one), with its own compiled body: a stage runs on one runner, or
+/// on one per worker, each over consecutive points.
 class StageRunner {
 public:
-  StageRunner(const KStage &stage, Compiler &compiler, Buffer &out,
+  StageRunner(const KStage &stage, const Compiler &parent, KernelCounters &counters, Buffer &out,
               const std::vector<int64_t> &extents, size_t spatialCount, size_t batched)
-      : stage(stage), out(out), extents(extents), spatialCount(spatialCount), batched(batched),
-        body(compiler.compile(*stage.body)), bodyDType(stage.body->dtype),
-        vars(extents.size() + 1, 0) {
+      : compiler(parent, counters), stage(stage), out(out), extents(extents),
+        spatialCount(spatialCount), batched(batched), body(compiler.compile(*stage.body)),
+        bodyDType(stage.body->dtype), vars(extents.size() + 1, 0) {
     combiner = stage.combiner == "multiply" ? Combiner::Multiply
                : stage.combiner == "max"    ? Combiner::Max
                : stage.combiner == "min"    ? Combiner::Min
                                             : Combiner::Add;
-    if (stage.isReduction())
-      combineCount = &compiler.counters.evaluations[stage.combiner];
+    if (stage.isReduction()) {
+      combineCount = &counters.evaluations[stage.combiner];
+      reduceTotal = 1;
+      for (size_t d = spatialCount; d < extents.size(); ++d)
+        reduceTotal *= extents[d];
+      init = isIntDType(stage.accumulate) ? intValueOf(stage.intInit, stage.accumulate)
+                                          : roundTo(stage.init, stage.accumulate);
+    }
+    if (out.global)
+      bytesWritten = &counters.bytesWritten;
     outStride = spatialCount ? out.strides[batched] : 1;
-  }
-
-  /// Outer points: 1 for a 0-d output, none when the batched dim is empty.
-  static int64_t outerPoints(const std::vector<int64_t> &extents, size_t spatialCount,
-                             size_t batched) {
-    if (spatialCount == 0)
-      return 1;
-    if (extents[batched] == 0)
-      return 0;
-    return product(extents, 0, spatialCount) / extents[batched];
   }
 
   /// Runs outer points `from` to `to` - 1 in order.
   void run(int64_t from, int64_t to) {
-    if (spatialCount == 0) {
-      if (from < to)
-        element(1, -1);
-      return;
-    }
-    for (int64_t point = from; point < to; ++point) {
-      for (size_t d = spatialCount, rest = point; d-- > 0;) {
-        if (d == batched)
-          continue;
-        vars[d] = int64_t(rest % extents[d]);
-        rest /= extents[d];
-      }
-      for (int64_t start = 0; start < extents[batched]; start += kBatch) {
-        vars[batched] = start;
-        element(std::min(kBatch, extents[batched] - start), int(batched));
-      }
-    }
+    sweep(extents, vars.data(), 0, spatialCount, batched, from, to,
+          [&](int64_t count, int slot) { element(count, slot); });
   }
-
-  int64_t stored = 0;
 
 private:
-  static int64_t product(const std::vector<int64_t> &extents, size_t from, size_t to) {
-    int64_t total = 1;
-    for (size_t d = from; d < to; ++d)
-      total *= extents[d];
-    return total;
-  }
-
   void store(const double *values, int64_t count, DType from) {
     int64_t offset = 0;
     for (size_t d = 0; d < spatialCount; ++d)
@@ -170,7 +181,8 @@ private:
     double *to = out.data.data() + offset;
     for (int64_t t = 0; t < count; ++t)
       to[t * outStride] = convertValue(values[t], from, out.dtype);
-    stored += count;
+    if (bytesWritten)
+      *bytesWritten += count * dtypeBytes(out.dtype);
   }
 
   /// The outputs vars[slot] .. + count - 1 (one output, slot -1, for a 0-d
@@ -187,32 +199,19 @@ private:
     // Each output element folds its reduction points in order. With spatial
     // dims, a batch of neighbouring outputs is folded together (same order
     // per element); a 0-d output batches the reduction.
-    int64_t reduceTotal = product(extents, spatialCount, extents.size());
-    double init = isIntDType(stage.accumulate) ? intValueOf(stage.intInit, stage.accumulate)
-                                               : roundTo(stage.init, stage.accumulate);
-    if (slot < 0 && extents.size() == spatialCount) { // a reduction over no axes
-      double acc = combineOne(combiner, init, body->eval(vars.data()), bodyDType, stage.accumulate);
-      *combineCount += 1;
-      store(&acc, 1, stage.accumulate);
-      return;
-    }
     if (slot < 0) {
       double acc = init;
-      size_t last = extents.size() - 1;
-      int64_t outer = reduceTotal ? reduceTotal / extents[last] : 0;
-      for (int64_t point = 0; point < outer; ++point) {
-        for (size_t d = last, rest = point; d-- > spatialCount;) {
-          vars[d] = int64_t(rest % extents[d]);
-          rest /= extents[d];
-        }
-        for (int64_t start = 0; start < extents[last]; start += kBatch) {
-          vars[last] = start;
-          int64_t n = std::min(kBatch, extents[last] - start);
-          body->evalBatch(vars.data(), int(last), n, batch);
-          acc = combineAll(combiner, acc, batch, n, bodyDType, stage.accumulate);
-          *combineCount += n;
-        }
-      }
+      size_t last = extents.size();
+      sweep(extents, vars.data(), spatialCount, last, last ? last - 1 : 0, 0,
+            sweepPoints(extents, spatialCount, last, last ? last - 1 : 0),
+            [&](int64_t n, int innerSlot) {
+              if (innerSlot < 0)
+                batch[0] = body->eval(vars.data());
+              else
+                body->evalBatch(vars.data(), innerSlot, n, batch);
+              acc = combineAll(combiner, acc, batch, n, bodyDType, stage.accumulate);
+              *combineCount += n;
+            });
       store(&acc, 1, stage.accumulate);
       return;
     }
@@ -235,6 +234,7 @@ private:
     store(accs, count, stage.accumulate);
   }
 
+  Compiler compiler;
   const KStage &stage;
   Buffer &out;
   const std::vector<int64_t> &extents;
@@ -242,8 +242,9 @@ private:
   NodePtr body;
   DType bodyDType;
   Combiner combiner = Combiner::Add;
-  int64_t *combineCount = nullptr;
-  int64_t outStride = 1;
+  int64_t *combineCount = nullptr, *bytesWritten = nullptr;
+  int64_t reduceTotal = 0, outStride = 1;
+  double init = 0;
   std::vector<int64_t> vars;
   double batch[kBatch], accs[kBatch];
 };
@@ -255,10 +256,9 @@ constexpr int64_t kMinParallelStagePoints = 1 << 14;
 
 /// Runs `stage` over its domain: row-major, reduction variables innermost,
 /// the innermost variable evaluated in batches. Large stages run on worker
-/// threads, each over consecutive outer points with its own compiled body
-/// and counters: the outputs are computed exactly as one after another
-/// (each folds its own reduction in order), and an error is the first
-/// failing point's, in order.
+/// threads (runOnWorkers), each over consecutive outer points: the outputs
+/// are computed exactly as one after another (each folds its own reduction
+/// in order), and an error is the first failing point's, in order.
 void runStage(const KStage &stage, Compiler &compiler, Buffer &out) {
   compiler.slots.clear();
   std::vector<int64_t> extents;
@@ -288,35 +288,12 @@ void runStage(const KStage &stage, Compiler &compiler, Buffer &out) {
   for (size_t d = 0; d + 1 < spatialCount; ++d)
     if (extents[batched] < kBatch && extents[d] > extents[batched])
       batched = d;
-  int64_t outer = StageRunner::outerPoints(extents, spatialCount, batched);
-  unsigned workers = unsigned(std::min<int64_t>(getInterpreterWorkers(), outer));
-  int64_t stored = 0;
-  if (workers > 1 && points >= kMinParallelStagePoints) {
-    std::vector<KernelCounters> counters(workers);
-    std::vector<std::unique_ptr<Compiler>> compilers;
-    std::vector<std::unique_ptr<StageRunner>> runners;
-    for (unsigned w = 0; w < workers; ++w) {
-      compilers.push_back(std::make_unique<Compiler>(counters[w]));
-      compilers.back()->buffers = compiler.buffers;
-      compilers.back()->slots = compiler.slots;
-      compilers.back()->symbols = compiler.symbols;
-      compilers.back()->kernel = compiler.kernel;
-      runners.push_back(std::make_unique<StageRunner>(stage, *compilers.back(), out, extents,
-                                                      spatialCount, batched));
-    }
-    runInChunks(outer, workers,
-                [&](unsigned w, int64_t from, int64_t to) { runners[w]->run(from, to); });
-    for (unsigned w = 0; w < workers; ++w) {
-      addCounters(compiler.counters, counters[w]);
-      stored += runners[w]->stored;
-    }
-  } else {
-    StageRunner runner(stage, compiler, out, extents, spatialCount, batched);
-    runner.run(0, outer);
-    stored = runner.stored;
-  }
-  if (out.global)
-    compiler.counters.bytesWritten += dtypeBytes(out.dtype) * stored;
+  int64_t outer = sweepPoints(extents, 0, spatialCount, batched);
+  unsigned workers = points >= kMinParallelStagePoints ? getInterpreterWorkers() : 1;
+  runOnWorkers(outer, workers, compiler.counters, [&](KernelCounters &counters) {
+    return std::make_unique<StageRunner>(stage, compiler, counters, out, extents, spatialCount,
+                                         batched);
+  });
 }
 
 /// A GPU leaves an output element no thread stores holding whatever the

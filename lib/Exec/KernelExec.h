@@ -6,6 +6,10 @@
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <algorithm>
+#include <memory>
+#include <vector>
+
 namespace fusec {
 namespace exec {
 
@@ -66,6 +70,29 @@ void runInChunks(int64_t count, unsigned workers,
 
 /// Adds `from`'s bytes and evaluations (not its launches) to `into`.
 void addCounters(KernelCounters &into, const KernelCounters &from);
+
+/// Runs the indices [0, count) of a stage or launch. `make(counters)`
+/// returns a copy of the work (a std::unique_ptr to something with
+/// `run(from, to)`) that counts into `counters`. With one worker (or one
+/// index) a single copy counts into `total` and runs everything here; else
+/// each worker's copy has counters of its own, added to `total` at the end
+/// (runInChunks).
+template <typename Make>
+void runOnWorkers(int64_t count, unsigned workers, KernelCounters &total, Make &&make) {
+  workers = unsigned(std::min<int64_t>(workers, count));
+  if (workers <= 1) {
+    make(total)->run(0, count);
+    return;
+  }
+  std::vector<KernelCounters> counters(workers);
+  std::vector<decltype(make(total))> copies;
+  for (unsigned w = 0; w < workers; ++w)
+    copies.push_back(make(counters[w]));
+  runInChunks(count, workers,
+              [&](unsigned w, int64_t from, int64_t to) { copies[w]->run(from, to); });
+  for (const KernelCounters &worker : counters)
+    addCounters(total, worker);
+}
 
 } // namespace exec
 } // namespace fusec

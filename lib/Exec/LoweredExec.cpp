@@ -558,10 +558,7 @@ class LaunchInstance {
 public:
   LaunchInstance(const Kernel &kernel, const Compiler &parent, const LLaunch &launch,
                  int64_t blocks, KernelCounters &counters)
-      : compiler(counters), launchCompiler(kernel, compiler), threads(launch.threads) {
-    compiler.buffers = parent.buffers;
-    compiler.symbols = parent.symbols;
-    compiler.kernel = &kernel;
+      : compiler(parent, counters), launchCompiler(kernel, compiler), threads(launch.threads) {
     blockSlot = launchCompiler.newSlot(launch.blockVar);
     launchCompiler.threadSlot = launchCompiler.newSlot(launch.threadVar);
     launchCompiler.threadVar = launch.threadVar;
@@ -631,19 +628,10 @@ void exec::runLaunches(const Kernel &kernel, Compiler &compiler) {
     if (blocks <= 0)
       continue;
     ++compiler.counters.launches;
-    unsigned workers = unsigned(std::min<int64_t>(getInterpreterWorkers(), blocks));
-    if (workers > 1 && blocks * launch.threads >= kMinParallelThreadIterations) {
-      std::vector<KernelCounters> counters(workers);
-      std::vector<std::unique_ptr<LaunchInstance>> instances;
-      for (unsigned w = 0; w < workers; ++w)
-        instances.push_back(
-            std::make_unique<LaunchInstance>(kernel, compiler, launch, blocks, counters[w]));
-      runInChunks(blocks, workers,
-                  [&](unsigned w, int64_t from, int64_t to) { instances[w]->run(from, to); });
-      for (const KernelCounters &worker : counters)
-        addCounters(compiler.counters, worker);
-      continue;
-    }
-    LaunchInstance(kernel, compiler, launch, blocks, compiler.counters).run(0, blocks);
+    unsigned workers =
+        blocks * launch.threads >= kMinParallelThreadIterations ? getInterpreterWorkers() : 1;
+    runOnWorkers(blocks, workers, compiler.counters, [&](KernelCounters &counters) {
+      return std::make_unique<LaunchInstance>(kernel, compiler, launch, blocks, counters);
+    });
   }
 }

@@ -70,8 +70,8 @@ cl::opt<bool> unchecked("unchecked",
 cl::opt<std::string> cudaPath("cuda-path", cl::desc("CUDA installation for NVRTC"),
                               cl::value_desc("DIR"), cl::cat(runCategory));
 cl::opt<unsigned> threads("threads",
-                          cl::desc("Threads that run a lowered launch's blocks (default 0: one "
-                                   "per core); results and counters do not depend on it"),
+                          cl::desc("Threads that run large stages and lowered launches (default 0: "
+                                   "one per core); results and counters do not depend on it"),
                           cl::init(0), cl::cat(runCategory));
 /// How a GPU's (or the emulator's) results are compared with the
 /// interpreter's: relative to the output's magnitude, and no more tightly

@@ -117,9 +117,10 @@ std::string compareResults(const std::vector<TensorData> &expected,
                            const std::vector<TensorData> &actual,
                            const CompareOptions &options = {});
 
-/// How many threads run a lowered launch's blocks (0, the default: one per
-/// core; 1: the calling thread alone). Results, counters and errors do not
-/// depend on it. Takes effect before the first parallel launch.
+/// How many threads run a large stage's points or a lowered launch's
+/// blocks (0, the default: one per core; 1: the calling thread alone).
+/// Results, counters and errors do not depend on it. The worker pool is
+/// made at the first parallel stage or launch, with the count set then.
 void setInterpreterThreads(unsigned threads);
 
 /// The entry function used by fusec-run and --check-each: `@main`, else the

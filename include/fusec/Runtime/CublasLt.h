@@ -13,12 +13,17 @@
 // column-major d^T[n,m] = b^T[n,k] · a^T[k,m], so the call passes b first.
 // A bias over n is then a bias over the rows of d^T, which is what the
 // BIAS epilogues add. Descriptors and the heuristic's algorithm are cached
-// per shape; one handle and one 32 MiB workspace per engine.
+// per shape and per operand alignment: cuBLASLt assumes 256-byte aligned
+// operands unless the preference says less, and an algorithm chosen for
+// aligned pointers may fail on others, so the plan states each pointer's
+// alignment (and the bias pointer is set before the heuristic, which reads
+// its alignment). One handle and one 32 MiB workspace per engine.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSEC_RT_CUBLASLT_H
 #define FUSEC_RT_CUBLASLT_H
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -37,6 +42,9 @@ struct CublasLtValues {
   static constexpr int32_t kEpilogue = 7, kBiasPointer = 8;      // _EPILOGUE, _BIAS_POINTER
   static constexpr int32_t kBiasDataType = 26;                   // _BIAS_DATA_TYPE
   static constexpr int32_t kMaxWorkspaceBytes = 1;               // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
+  /// CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES.
+  static constexpr int32_t kMinAlignmentA = 5, kMinAlignmentB = 6, kMinAlignmentC = 7,
+                           kMinAlignmentD = 8;
   /// CUBLASLT_EPILOGUE_{DEFAULT, RELU, GELU, BIAS, RELU_BIAS, GELU_BIAS},
   /// indexed by MatmulCall::Epilogue.
   static constexpr uint32_t kEpilogues[6] = {1, 2, 32, 4, 6, 36};
@@ -62,12 +70,15 @@ public:
       if (Api::memAlloc(&workspace, kWorkspaceBytes) != 0)
         return fail("cannot allocate the cuBLASLt workspace");
     }
+    // cuBLASLt's A is fusec's b (see the file comment); C and D are d.
+    Alignments alignments = {alignmentOf(call.b), alignmentOf(call.a), alignmentOf(call.d),
+                             call.bias ? alignmentOf(call.bias) : 256u};
     auto key = std::make_tuple(call.m, call.n, call.k, int(call.dtype), call.epilogue,
-                               call.transposeB);
+                               call.transposeB, alignments);
     auto found = plans.find(key);
     if (found == plans.end()) {
       Plan plan;
-      if (int status = makePlan(call, plan)) {
+      if (int status = makePlan(call, alignments, plan)) {
         destroy(plan);
         return status;
       }
@@ -105,6 +116,17 @@ public:
   }
 
 private:
+  /// For cuBLASLt's A, B, C = D and the bias pointer, in that order: the
+  /// largest power of two up to 256 that divides each address.
+  using Alignments = std::array<uint32_t, 4>;
+
+  static uint32_t alignmentOf(unsigned long long address) {
+    uint32_t alignment = 256;
+    while (alignment > 1 && address % alignment != 0)
+      alignment /= 2;
+    return alignment;
+  }
+
   struct Plan {
     typename Api::MatmulDesc op{};
     typename Api::Layout layoutB{}, layoutA{}, layoutD{};
@@ -122,7 +144,7 @@ private:
       Api::descDestroy(plan.op);
   }
 
-  int makePlan(const MatmulCall &call, Plan &plan) {
+  int makePlan(const MatmulCall &call, const Alignments &alignments, Plan &plan) {
     using V = CublasLtValues;
     if (call.epilogue < 0 || call.epilogue > MatmulCall::GeluBias)
       return fail("unknown epilogue " + std::to_string(call.epilogue));
@@ -134,8 +156,10 @@ private:
     bool ok = Api::descSet(plan.op, V::kTransA, &transFirst, sizeof(transFirst)) == 0 &&
               Api::descSet(plan.op, V::kTransB, &transSecond, sizeof(transSecond)) == 0 &&
               Api::descSet(plan.op, V::kEpilogue, &epilogue, sizeof(epilogue)) == 0;
+    const void *bias = reinterpret_cast<const void *>(call.bias);
     if (ok && call.bias)
-      ok = Api::descSet(plan.op, V::kBiasDataType, &type, sizeof(type)) == 0;
+      ok = Api::descSet(plan.op, V::kBiasDataType, &type, sizeof(type)) == 0 &&
+           Api::descSet(plan.op, V::kBiasPointer, &bias, sizeof(bias)) == 0;
     if (!ok)
       return fail("cublasLtMatmulDescSetAttribute failed");
     // Column-major views of the row-major operands (see the file comment).
@@ -151,6 +175,11 @@ private:
       return fail("cublasLtMatmulPreferenceCreate failed");
     uint64_t bytes = kWorkspaceBytes;
     Api::prefSet(preference, V::kMaxWorkspaceBytes, &bytes, sizeof(bytes));
+    // C is D (the call passes d for both).
+    Api::prefSet(preference, V::kMinAlignmentA, &alignments[0], sizeof(uint32_t));
+    Api::prefSet(preference, V::kMinAlignmentB, &alignments[1], sizeof(uint32_t));
+    Api::prefSet(preference, V::kMinAlignmentC, &alignments[2], sizeof(uint32_t));
+    Api::prefSet(preference, V::kMinAlignmentD, &alignments[2], sizeof(uint32_t));
     typename Api::Heuristic result{};
     int count = 0;
     int status = Api::heuristic(handle, plan.op, plan.layoutB, plan.layoutA, plan.layoutD,
@@ -170,7 +199,7 @@ private:
 
   typename Api::Handle handle{};
   unsigned long long workspace = 0;
-  std::map<std::tuple<int64_t, int64_t, int64_t, int, int, int>, Plan> plans;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int, int, int, Alignments>, Plan> plans;
   std::string error;
 };
 

@@ -219,6 +219,11 @@ public:
                                "cuMemcpyHtoD"))
           return status;
     }
+    // A copy from pageable memory may return before its DMA ends, and a
+    // kernel on a non-blocking stream is not ordered after it.
+    if (desc.numConstants > 0)
+      if (int status = check(driver.ctxSynchronize(), "cuCtxSynchronize"))
+        return status;
     return Ok;
   }
 
@@ -464,6 +469,12 @@ private:
     call.d = address(step.args[step.numArgs - 1]);
     if (call.m == 0 || call.n == 0)
       return Ok;
+    // An empty contraction leaves d = epilogue(bias), which cuBLASLt is not
+    // documented to compute (its layouts need a leading dimension of at
+    // least one row): refused rather than trusted.
+    if (call.k == 0)
+      return fail(ErrorShape, "a cuBLASLt matmul over an empty contraction (k = 0) is not "
+                              "supported; compile without the library patterns (-O1) for it");
     if (library->matmul(libraryState, call, stream) != 0)
       return fail(ErrorCuda, std::string("cuBLASLt matmul failed: ") +
                                  (library->error ? library->error(libraryState) : "unknown error"));

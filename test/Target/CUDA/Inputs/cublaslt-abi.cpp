@@ -18,7 +18,12 @@ static_assert(V::kTransA == CUBLASLT_MATMUL_DESC_TRANSA &&
                   V::kBiasPointer == CUBLASLT_MATMUL_DESC_BIAS_POINTER &&
                   V::kBiasDataType == CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
               "matmul descriptor attributes");
-static_assert(V::kMaxWorkspaceBytes == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, "preference");
+static_assert(V::kMaxWorkspaceBytes == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES &&
+                  V::kMinAlignmentA == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES &&
+                  V::kMinAlignmentB == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES &&
+                  V::kMinAlignmentC == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES &&
+                  V::kMinAlignmentD == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+              "preferences");
 static_assert(V::kEpilogues[fusec_rt::MatmulCall::None] == CUBLASLT_EPILOGUE_DEFAULT &&
                   V::kEpilogues[fusec_rt::MatmulCall::Relu] == CUBLASLT_EPILOGUE_RELU &&
                   V::kEpilogues[fusec_rt::MatmulCall::Gelu] == CUBLASLT_EPILOGUE_GELU &&

@@ -21,9 +21,12 @@
 #include "fusec/Analysis/Analysis.h"
 #include "fusec/Support/FileIO.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <nlohmann/json.hpp>
+
+#include <limits>
 
 using namespace fusec;
 
@@ -169,6 +172,24 @@ static double expressionWorkMemo(const KExpr &expr, const TargetDesc &target,
     if (arg && expr.kind != KExpr::Load)
       work += expressionWorkMemo(*arg, target, inlined, stageWork);
   return work;
+}
+
+int64_t fusec::estimatedNumElements(const Type &type) {
+  if (type.isTuple())
+    return -1;
+  int64_t count = 1;
+  for (const Dim &dim : type.getShape()) {
+    int64_t size = dim.isSymbolic() ? kSymbolicDimEstimate : dim.size;
+    if (size != 0 && count > std::numeric_limits<int64_t>::max() / size)
+      return std::numeric_limits<int64_t>::max();
+    count *= size;
+  }
+  return count;
+}
+
+bool fusec::hasSymbolicDims(const Type &type) {
+  return type.isTensor() &&
+         llvm::any_of(type.getShape(), [](const Dim &dim) { return dim.isSymbolic(); });
 }
 
 double fusec::expressionWork(const KExpr &expr, const TargetDesc &target,

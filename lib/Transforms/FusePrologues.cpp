@@ -16,6 +16,8 @@
 //      = one launch + the operand written and read back + the work once.
 //   3. fused < separate: P's group joins C's. Either way, a remark and a
 //      report decision give both times.
+// Symbolic dims count as kSymbolicDimEstimate in the element counts and in
+// M and N (the re-reads), as in the matmul rule's tile choice.
 //
 //===----------------------------------------------------------------------===//
 #include "FusePrologues.h"
@@ -69,8 +71,8 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
     const Kernel &kernel = *module.lookupKernel(call.callee);
     Contraction contraction;
     contractionOf(kernel, contraction);
-    int64_t m = contraction.extent(contraction.m, 4096),
-            n = contraction.extent(contraction.n, 4096);
+    int64_t m = contraction.extent(contraction.m, kSymbolicDimEstimate),
+            n = contraction.extent(contraction.n, kSymbolicDimEstimate);
     for (size_t i = 0; i < call.operands.size() && i < kernel.inputs.size(); ++i) {
       const Value *operand = call.operands[i].value;
       if (!operand || !operand->definingBinding)
@@ -97,7 +99,7 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
                       edge.consumer == c;
       }
       std::optional<int64_t> elements = operand->type.isTensor()
-                                            ? operand->type.getStaticNumElements()
+                                            ? std::optional(estimatedNumElements(operand->type))
                                             : std::nullopt;
       if (!eligible || !elements)
         continue;
@@ -110,8 +112,9 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
       int64_t bytes = *elements * dtypeBytes(operand->type.getDType());
       bool halves = contraction.xDType == contraction.yDType &&
                     (contraction.xDType == DType::f16 || contraction.xDType == DType::bf16);
-      int64_t tile = matmulBlockTile(m, n, contraction.extent(contraction.batch, 1),
-                                     halves && targetHasTensorCores(target), &target);
+      int64_t tile =
+          matmulBlockTile(m, n, contraction.extent(contraction.batch, kSymbolicDimEstimate),
+                          halves && targetHasTensorCores(target), &target);
       PrologueCost estimate =
           estimatePrologue(work, *elements, bytes, isA ? n : m, tile, target);
       int64_t rereads = estimate.rereads;
@@ -125,6 +128,8 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
          << (fuse ? " costs less than" : " costs more than")
          << " its own kernel (a launch and a " << llvm::format("%.0f", double(bytes) / 1024)
          << " KiB round trip)";
+      if (hasSymbolicDims(operand->type) || hasSymbolicDims(call.getResult()->type))
+        os << " (symbolic dims counted as " << kSymbolicDimEstimate << ")";
       os.flush();
       if (context.remarks)
         *context.remarks << "remark: fuse-ops: @" << function.name << ": " << producer
@@ -169,7 +174,7 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
     const Shape &out = member->getType().getShape();
     if (out.size() < 2)
       continue;
-    auto extent = [](const Dim &dim) { return dim.isStatic() ? dim.size : int64_t(4096); };
+    auto extent = [](const Dim &dim) { return dim.isStatic() ? dim.size : kSymbolicDimEstimate; };
     for (size_t i = 0; i < 2 && i < member->operands.size(); ++i) {
       const Value *operand = member->operands[i].value;
       // The single-use elementwise ops ending at the operand, whatever their
@@ -205,7 +210,9 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
           if (!next.isLiteral())
             pending.push_back(next.value);
       }
-      std::optional<int64_t> elements = operand->type.getStaticNumElements();
+      std::optional<int64_t> elements = operand->type.isTensor()
+                                            ? std::optional(estimatedNumElements(operand->type))
+                                            : std::nullopt;
       if (head.empty() || !elements)
         continue;
       int64_t m = extent(out[out.size() - 2]), n = extent(out.back()), batch = 1;

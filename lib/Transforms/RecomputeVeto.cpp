@@ -21,7 +21,9 @@
 //      against one launch plus a write and a read of p; when separate is
 //      cheaper, the chain becomes a group of its own (representative p).
 // Every factor > 1 decision is a remark (with both estimates) and a report
-// decision; a refusal's remark is fuse-ops' own for the cut edge.
+// decision; a refusal's remark is fuse-ops' own for the cut edge. Symbolic
+// dims count as kSymbolicDimEstimate (the reason says so); the factor of a
+// dim that p and its consumer share does not depend on it.
 //
 //===----------------------------------------------------------------------===//
 #include "FusePrologues.h"
@@ -33,12 +35,17 @@
 
 using namespace fusec;
 
-/// The static element count of node `n`'s value, or nullopt.
+/// The element count of node `n`'s value (symbolic dims counted as
+/// kSymbolicDimEstimate), or nullopt for no tensor.
 static std::optional<int64_t> elementsOf(const FusionGraph &graph, int n) {
   const Value *value = graph.nodes[n].value;
   if (!value || !value->type.isTensor())
     return std::nullopt;
-  return value->type.getStaticNumElements();
+  return estimatedNumElements(value->type);
+}
+
+static bool isSymbolicNode(const FusionGraph &graph, int n) {
+  return graph.nodes[n].value && hasSymbolicDims(graph.nodes[n].value->type);
 }
 
 static double kernelWork(const Module &module, const Binding &binding, const TargetDesc &target) {
@@ -119,6 +126,8 @@ std::set<int> fusec::vetoRecomputation(const Module &module, const Function &fun
          << (separate ? "costs more than" : "costs less than")
          << " its own kernel (a launch and a " << llvm::format("%.1f", double(bytes) / 1024)
          << " KiB round trip)";
+      if (isSymbolicNode(graph, p) || isSymbolicNode(graph, widest))
+        os << " (symbolic dims counted as " << kSymbolicDimEstimate << ")";
       os.flush();
       const std::string producer = "%" + node.value->name,
                         consumer = "%" + graph.nodes[widest].value->name;

@@ -1,6 +1,6 @@
 //===- ScheduleBroadcast.cpp - Place broadcast producers by cost ----------===//
 //
-// Contract: in an elementwise kernel with one static output of rank >= 2,
+// Contract: in an elementwise kernel with one output of rank >= 2,
 // a spatial internal stage S that the output reads through a broadcast,
 // directly or through stages inlined at the output's own index,
 // (each index a variable of the output or 0 on a dim of size 1, e.g. seed
@@ -12,6 +12,9 @@
 //     evaluates S once for its row, into shared memory — one launch, no
 //     round trip, no recomputation;
 //   - materialize: S gets its own launch and a global buffer.
+// Symbolic dims (a dynamic batch) count as kSymbolicDimEstimate in the
+// estimates, which the remark says; the reuse factor of a dim that the
+// output and S share does not depend on it.
 // Algorithm:
 //   1. Find the candidates in the output's body and in the bodies of the
 //      stages it reads at its own index (an epilogue after the broadcast
@@ -98,18 +101,13 @@ static void findBroadcastLoads(const Kernel &kernel, const KExpr &expr, const KS
       findBroadcastLoads(kernel, *arg, root, rootVar, found, searched);
 }
 
-static int64_t staticElements(const Type &type) {
-  std::optional<int64_t> count = type.getStaticNumElements();
-  return count ? *count : -1;
-}
-
 void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
                                     const ScheduleCostContext &cost) {
   if (kernel.outputs.size() != 1)
     return;
   const KStage *root = kernel.findStage(kernel.outputs.front().name);
   const Type &rootType = kernel.outputs.front().type;
-  int64_t rootElements = staticElements(rootType);
+  int64_t rootElements = estimatedNumElements(rootType);
   if (!root || rootType.getRank() < 2 || rootElements <= 0)
     return;
   std::vector<Candidate> candidates;
@@ -128,21 +126,24 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
         llvm::none_of(candidates, [&](const Candidate &c) { return c.stage == &stage; }))
       inlined[stage.buffer] = &stage;
   int64_t rootBytes = rootElements * dtypeBytes(rootType.getDType());
-  for (const KBuffer &input : kernel.inputs)
-    if (int64_t elements = staticElements(input.type); elements > 0)
-      rootBytes += elements * dtypeBytes(input.type.getDType());
+  bool symbolic = hasSymbolicDims(rootType);
+  for (const KBuffer &input : kernel.inputs) {
+    rootBytes += estimatedNumElements(input.type) * dtypeBytes(input.type.getDType());
+    symbolic |= hasSymbolicDims(input.type);
+  }
   StageSchedule *rootEntry = schedule.find(root->buffer);
   size_t rowsLeading = 0; // the k of the compute_at candidates
   for (const Candidate &candidate : candidates) {
     const KBuffer *buffer = kernel.findBuffer(candidate.stage->buffer);
-    int64_t producerElements = staticElements(buffer->type);
+    int64_t producerElements = estimatedNumElements(buffer->type);
     if (producerElements <= 0)
       continue;
     // Blocks of the rows mapping compute_at would use; 0: compute_at cannot
     // serve a broadcast that is not over trailing dims.
     int64_t blocks = candidate.leading ? 1 : 0;
     for (size_t d = 0; d < candidate.leading; ++d)
-      blocks *= rootType.getShape()[d].size;
+      blocks *=
+          rootType.getShape()[d].isSymbolic() ? kSymbolicDimEstimate : rootType.getShape()[d].size;
     PlacementCost estimate = estimatePlacement(
         *candidate.stage, producerElements,
         producerElements * dtypeBytes(buffer->type.getDType()), rootElements, rootBytes, blocks,
@@ -167,6 +168,8 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
     llvm::raw_string_ostream os(reason);
     os << "broadcast reuse " << estimate.recompute << "x; inlining would recompute "
        << llvm::format("%.0f", estimate.workPerElement) << " FMA slots per output element";
+    if (symbolic)
+      os << " (symbolic dims counted as " << kSymbolicDimEstimate << ")";
     os.flush();
     double chosen = estimate.choice == "inline"       ? estimate.inlineUs
                     : estimate.choice == "compute_at" ? estimate.computeAtUs
@@ -197,12 +200,16 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
     }
   }
   if (rowsLeading && rootEntry) {
-    // One block per row; the threads stride over the row's elements.
+    // One block per row; the threads stride over the row's elements (a
+    // full block when their number is symbolic).
     int64_t rowElements = 1;
-    for (size_t d = rowsLeading; d < size_t(rootType.getRank()); ++d)
-      rowElements *= rootType.getShape()[d].size;
+    bool symbolicRow = false;
+    for (size_t d = rowsLeading; d < size_t(rootType.getRank()); ++d) {
+      symbolicRow |= rootType.getShape()[d].isSymbolic();
+      rowElements *= rootType.getShape()[d].isSymbolic() ? 1 : rootType.getShape()[d].size;
+    }
     int64_t vector = chooseVectorWidth(kernel, *root);
-    int64_t threads = (rowElements / vector + 31) / 32 * 32;
+    int64_t threads = symbolicRow ? kFlatThreads : (rowElements / vector + 31) / 32 * 32;
     rootEntry->mapping.kind = StageMapping::Rows;
     rootEntry->mapping.threads = std::clamp<int64_t>(threads, 32, kFlatThreads);
     rootEntry->mapping.vector = vector;

@@ -81,6 +81,21 @@ int64_t Contraction::extent(const std::vector<size_t> &dims, int64_t symbolic) c
   return total;
 }
 
+std::string Contraction::describeExtent(const std::vector<size_t> &dims) const {
+  int64_t known = 1;
+  std::string names;
+  for (size_t d : dims) {
+    if (extents[d].isSymbolic())
+      names += (names.empty() ? "" : " x ") + extents[d].symbol;
+    else
+      known *= extents[d].size;
+  }
+  if (names.empty())
+    return std::to_string(known);
+  return (known == 1 ? "" : std::to_string(known) + " x ") + names + " (counted as " +
+         std::to_string(extent(dims, kSymbolicDimEstimate)) + ")";
+}
+
 bool fusec::analyzeContraction(const Kernel &kernel, const KStage &stage,
                                Contraction &contraction) {
   if (stage.combiner != "add" || stage.reduceVars.empty())
@@ -198,14 +213,17 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::strin
   // convolution) leave SIMT tiles idle; f16/bf16 ones still get a tensor-core
   // warp tile (guarded rows), except per group (a depthwise convolution's
   // N = 1 would waste 31 of 32 columns).
-  auto extent = [&](const std::vector<size_t> &dims) { return contraction.extent(dims, 1024); };
+  auto extent = [&](const std::vector<size_t> &dims) {
+    return contraction.extent(dims, kSymbolicDimEstimate);
+  };
   int64_t m = extent(contraction.m), n = extent(contraction.n);
   bool halves = contraction.xDType == contraction.yDType &&
                 (contraction.xDType == DType::f16 || contraction.xDType == DType::bf16) &&
                 core->accumulate == DType::f32 && core->body->dtype == DType::f32;
   bool smallMMA = halves && cost.tensorCores && contraction.groups == 1;
   if ((m < 16 || n < 16) && !smallMMA)
-    return why = "M = " + std::to_string(m) + ", N = " + std::to_string(n) +
+    return why = "M = " + contraction.describeExtent(contraction.m) +
+                 ", N = " + contraction.describeExtent(contraction.n) +
                  (contraction.groups > 1 ? " per group" : "") + ": below 16",
            false;
   schedule.rule = "matmul";
@@ -216,7 +234,8 @@ bool fusec::scheduleMatmul(const Kernel &kernel, KSchedule &schedule, std::strin
       StageMapping &tiles = entry.mapping;
       tiles.kind = StageMapping::Tiles;
       tiles.blockK = 16;
-      why = "a contraction, M = " + std::to_string(m) + ", N = " + std::to_string(n);
+      why = "a contraction, M = " + contraction.describeExtent(contraction.m) +
+            ", N = " + contraction.describeExtent(contraction.n);
       if (contraction.groups > 1)
         why += " per group, " + std::to_string(contraction.groups) + " groups";
       if (halves && !cost.tensorCores) {

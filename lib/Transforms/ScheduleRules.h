@@ -63,6 +63,9 @@ struct Contraction {
 
   /// The product of `dims`' extents, a symbolic one counted as `symbolic`.
   int64_t extent(const std::vector<size_t> &dims, int64_t symbolic) const;
+  /// That product for a remark: "512", or with symbolic dims their names
+  /// and the figure used, "4 x n (counted as 4096)".
+  std::string describeExtent(const std::vector<size_t> &dims) const;
 };
 /// Recognizes a contraction (ScheduleMatmul.cpp); needs M and N non-empty.
 bool analyzeContraction(const Kernel &kernel, const KStage &stage, Contraction &contraction);

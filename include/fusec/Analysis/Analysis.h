@@ -151,6 +151,18 @@ std::string checkTargetSpec(llvm::StringRef spec);
 bool loadTargetDesc(llvm::StringRef spec, TargetDesc &target, DiagEngine &diag,
                     llvm::StringRef who);
 
+/// The size the cost model gives a symbolic dim (a dynamic batch or
+/// sequence) when it needs a figure: large enough that launch overheads do
+/// not decide, as in the matmul rule's tile choice. Ratios between two
+/// tensors that share the dim (a [n, 1] producer read by an [n, 4096]
+/// output recomputes 4096x) do not depend on it.
+constexpr int64_t kSymbolicDimEstimate = 1024;
+/// The element count of `type` with each symbolic dim counted as
+/// kSymbolicDimEstimate (saturating at INT64_MAX); -1 for a tuple.
+int64_t estimatedNumElements(const Type &type);
+/// Whether `type` has a symbolic dim (an estimate then assumed its size).
+bool hasSymbolicDims(const Type &type);
+
 /// Scalar work of one evaluation of an expression, in FP32-FMA issue slots
 /// of the target: arithmetic, comparisons and selects cost 1, special
 /// functions (exp, log, tanh, erf, sqrt, ...) the FMA-to-SFU throughput

@@ -57,6 +57,25 @@ bool Parser::parseLoopVar(std::string &name) {
   return true;
 }
 
+bool Parser::parseLoopHead(LStmt &stmt, bool blockLevel) {
+  stmt.kind = LStmt::For;
+  if (!parseLoopVar(stmt.var) || !expectKeyword("in"))
+    return false;
+  if (token.isKeyword("serial"))
+    stmt.loopKind = LStmt::Serial;
+  else if (token.isKeyword("unroll"))
+    stmt.loopKind = LStmt::Unroll;
+  else if (token.isKeyword("vector") && !blockLevel)
+    stmt.loopKind = LStmt::Vector;
+  else if (blockLevel)
+    return error("expected 'serial' or 'unroll' for a block-level loop, found " + describeToken());
+  else
+    return error("expected 'serial', 'unroll' or 'vector', found " + describeToken());
+  consume();
+  return expect(Token::LParen, "'(' and the loop extent") && (stmt.extent = parseIndexExpr()) &&
+         expect(Token::RParen, "')'");
+}
+
 Parser::MutableExpr Parser::parseIndexExpr() {
   untypedLiterals.clear();
   llvm::SMLoc loc = token.getLoc();
@@ -327,22 +346,7 @@ bool Parser::parseThreadStmt(std::vector<LStmt> &out) {
   stmt.loc = token.getLoc();
   if (token.isKeyword("for")) {
     consume();
-    stmt.kind = LStmt::For;
-    if (!parseLoopVar(stmt.var) || !expectKeyword("in"))
-      return false;
-    if (token.isKeyword("serial"))
-      stmt.loopKind = LStmt::Serial;
-    else if (token.isKeyword("unroll"))
-      stmt.loopKind = LStmt::Unroll;
-    else if (token.isKeyword("vector"))
-      stmt.loopKind = LStmt::Vector;
-    else
-      return error("expected 'serial', 'unroll' or 'vector', found " + describeToken());
-    consume();
-    if (!expect(Token::LParen, "'(' and the loop extent") || !(stmt.extent = parseIndexExpr()) ||
-        !expect(Token::RParen, "')'"))
-      return false;
-    if (!parseStmtBlock(stmt.body, false, nullptr))
+    if (!parseLoopHead(stmt, /*blockLevel=*/false) || !parseStmtBlock(stmt.body, false, nullptr))
       return false;
   } else if (token.isKeyword("if")) {
     consume();
@@ -392,19 +396,7 @@ bool Parser::parseBlockStmt(LLaunch &launch, std::vector<LStmt> &out) {
   } else if (token.isKeyword("for")) {
     // A block-level loop: its body is block-level statements.
     consume();
-    stmt.kind = LStmt::For;
-    if (!parseLoopVar(stmt.var) || !expectKeyword("in"))
-      return false;
-    if (token.isKeyword("serial"))
-      stmt.loopKind = LStmt::Serial;
-    else if (token.isKeyword("unroll"))
-      stmt.loopKind = LStmt::Unroll;
-    else
-      return error("expected 'serial' or 'unroll' for a block-level loop, found " +
-                   describeToken());
-    consume();
-    if (!expect(Token::LParen, "'(' and the loop extent") || !(stmt.extent = parseIndexExpr()) ||
-        !expect(Token::RParen, "')'") || !parseStmtBlock(stmt.body, true, &launch))
+    if (!parseLoopHead(stmt, /*blockLevel=*/true) || !parseStmtBlock(stmt.body, true, &launch))
       return false;
   } else if (token.is(Token::LocalName)) {
     if (!parseStore(stmt, true))

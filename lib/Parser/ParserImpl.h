@@ -88,6 +88,9 @@ private:
   bool parseStmtBlock(std::vector<LStmt> &out, bool blockLevel, LLaunch *launch);
   bool parseStore(LStmt &stmt, bool blockLevel);
   bool parseLoopVar(std::string &name);
+  /// `VAR in KIND(EXTENT)` after `for` (a block-level loop is serial or
+  /// unroll; a thread-level one may also be vector).
+  bool parseLoopHead(LStmt &stmt, bool blockLevel);
   MutableExpr parseIndexExpr();
   bool parseInt(int64_t &value, llvm::StringRef what);
   /// A `%buf[indices]` operand of a lowered statement; null after an error

@@ -6,6 +6,7 @@
 // verifies; a violation aborts so libFuzzer reports it.
 //
 //===----------------------------------------------------------------------===//
+#include "FuzzInput.h"
 #include "fusec/Parser/Parser.h"
 #include "fusec/Pass/Pass.h"
 #include "fusec/Printer/Printer.h"
@@ -15,12 +16,8 @@
 using namespace fusec;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static bool registered = (registerAllPasses(), true);
-  (void)registered;
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
-  llvm::SourceMgr sourceMgr;
-  DiagEngine diag(sourceMgr);
-  diag.setHandler([](const llvm::SMDiagnostic &) {});
+  FuzzInput input(data, size);
+  llvm::StringRef text = input.text;
   {
     llvm::SourceMgr patternMgr;
     DiagEngine patternDiag(patternMgr);
@@ -28,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     std::vector<DataflowPattern> patterns;
     parsePatternsString(text, patternMgr, patternDiag, patterns, "fuzz.pat");
   }
-  auto module = parseModuleString(text, sourceMgr, diag, "fuzz.fir");
+  auto module = parseModuleString(text, input.sourceMgr, input.diag, "fuzz.fir");
   if (!module)
     return 0;
   std::string printed = printModuleToString(*module);

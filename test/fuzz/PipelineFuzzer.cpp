@@ -22,6 +22,7 @@
 // Any violation aborts, so that libFuzzer reports the input.
 //
 //===----------------------------------------------------------------------===//
+#include "FuzzInput.h"
 #include "fusec/Exec/Exec.h"
 #include "fusec/IR/Kernel.h"
 #include "fusec/Parser/Parser.h"
@@ -82,13 +83,9 @@ bool isSmallGraphModule(const Module &module) {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static bool registered = (registerAllPasses(), true);
-  (void)registered;
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
-  llvm::SourceMgr sourceMgr;
-  DiagEngine diag(sourceMgr);
-  diag.setHandler([](const llvm::SMDiagnostic &) {});
-  auto module = parseModuleString(text, sourceMgr, diag, "fuzz.fir");
+  FuzzInput input(data, size);
+  llvm::StringRef text = input.text;
+  auto module = parseModuleString(text, input.sourceMgr, input.diag, "fuzz.fir");
   if (!module)
     return 0;
 
@@ -124,7 +121,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       };
   }
 
-  RunResult result = pipeline->run(*module, diag, instrumentation);
+  RunResult result = pipeline->run(*module, input.diag, instrumentation);
   if (result == RunResult::InternalError)
     fail(std::string("-") + level + " reported an internal error");
   if (result != RunResult::Success)

@@ -192,6 +192,105 @@ bool fusec::hasSymbolicDims(const Type &type) {
          llvm::any_of(type.getShape(), [](const Dim &dim) { return dim.isSymbolic(); });
 }
 
+/// An index expression's value at `vars` (iteration variables and symbolic
+/// dims); nullopt for anything but index arithmetic, or a division by zero.
+static std::optional<int64_t> evaluateIndex(const KExpr &e,
+                                            const std::map<std::string, int64_t> &vars) {
+  if (e.kind == KExpr::IntConst)
+    return e.intValue;
+  if (e.kind == KExpr::Var) {
+    auto found = vars.find(e.name);
+    return found == vars.end() ? std::nullopt : std::optional(found->second);
+  }
+  if (!e.isIndexArith() || e.args.size() != 2)
+    return std::nullopt;
+  std::optional<int64_t> a = evaluateIndex(*e.args[0], vars), b = evaluateIndex(*e.args[1], vars);
+  if (!a || !b)
+    return std::nullopt;
+  switch (e.kind) {
+  case KExpr::Add:
+    return *a + *b;
+  case KExpr::Sub:
+    return *a - *b;
+  case KExpr::Mul:
+    return *a * *b;
+  case KExpr::Min:
+    return std::min(*a, *b);
+  case KExpr::Max:
+    return std::max(*a, *b);
+  case KExpr::FloorDiv:
+  case KExpr::Mod: {
+    if (*b == 0)
+      return std::nullopt;
+    int64_t q = *a / *b, r = *a % *b;
+    if (r != 0 && ((r < 0) != (*b < 0))) {
+      --q;
+      r += *b;
+    }
+    return e.kind == KExpr::FloorDiv ? q : r;
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
+bool fusec::isLayoutPreservingView(const Kernel &kernel) {
+  if (kernel.inputs.size() != 1 || kernel.outputs.size() != 1 || kernel.stages.size() != 1)
+    return false;
+  const KStage &stage = kernel.stages.front();
+  const KBuffer &in = kernel.inputs.front(), &out = kernel.outputs.front();
+  const KExpr &body = *stage.body;
+  if (stage.isReduction() || stage.buffer != out.name || body.kind != KExpr::Load ||
+      body.name != in.name || in.type.getDType() != out.type.getDType() ||
+      body.args.size() != size_t(in.type.getRank()) ||
+      stage.spatialVars.size() != size_t(out.type.getRank()))
+    return false;
+  // Symbolic dims: distinct sizes, none 1 (a unit dim would hide a swap).
+  std::map<std::string, int64_t> vars;
+  int64_t nextSize = 3;
+  auto sizeOf = [&](const Dim &dim) {
+    if (dim.isStatic())
+      return dim.size;
+    auto [it, inserted] = vars.try_emplace(dim.symbol, nextSize);
+    if (inserted)
+      nextSize += 2;
+    return it->second;
+  };
+  std::vector<int64_t> outSizes, inSizes;
+  int64_t outCount = 1, inCount = 1;
+  for (const Dim &dim : out.type.getShape())
+    outCount *= outSizes.emplace_back(sizeOf(dim));
+  for (const Dim &dim : in.type.getShape())
+    inCount *= inSizes.emplace_back(sizeOf(dim));
+  if (outCount != inCount)
+    return false;
+  constexpr int64_t kAllPoints = 4096, kProbes = 1024;
+  auto viewsAt = [&](int64_t flat) {
+    for (size_t d = outSizes.size(), rest = flat; d-- > 0;) {
+      vars[stage.spatialVars[d]] = int64_t(rest % outSizes[d]);
+      rest /= outSizes[d];
+    }
+    int64_t offset = 0;
+    for (size_t d = 0; d < inSizes.size(); ++d) {
+      std::optional<int64_t> index = evaluateIndex(*body.args[d], vars);
+      if (!index || *index < 0 || *index >= inSizes[d])
+        return false;
+      offset = offset * inSizes[d] + *index;
+    }
+    return offset == flat;
+  };
+  if (outCount <= kAllPoints) {
+    for (int64_t flat = 0; flat < outCount; ++flat)
+      if (!viewsAt(flat))
+        return false;
+    return true;
+  }
+  for (int64_t i = 0; i < kProbes; ++i)
+    if (!viewsAt(i) || !viewsAt(outCount - 1 - i) || !viewsAt(i * (outCount / kProbes) + i % 7))
+      return false;
+  return true;
+}
+
 double fusec::expressionWork(const KExpr &expr, const TargetDesc &target,
                              const std::map<std::string, const KStage *> &inlined) {
   std::map<std::string, double> stageWork;

@@ -9,8 +9,10 @@
 //
 // Algorithm, for each group containing a contraction C:
 //   1. For each operand of C defined in the block by a node P whose group
-//      is elementwise or broadcast, made of kernel calls, and read by
-//      nothing but C's group, take the work of P's group per element.
+//      is elementwise or broadcast, or injective through views only
+//      (isLayoutPreservingView: reshape, squeeze, expand_dims), is made of
+//      kernel calls and is read by nothing but C's group, take the work of
+//      P's group per element.
 //   2. Estimate both ways (estimatePrologue, lib/Analysis/CostModel.cpp):
 //      fused = that work at every re-read of the operand's tiles; separate
 //      = one launch + the operand written and read back + the work once.
@@ -85,15 +87,23 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
         continue;
       int producerGroup = partition.group[p];
       OpPatternKind kind = partition.groupPattern[producerGroup];
-      // The producer's group: kernel calls only, read only by C's group.
+      // The producer's group: kernel calls only, read only by C's group;
+      // an elementwise or broadcast group (whatever it took in, such as a
+      // transpose before its root), or an injective one whose injective
+      // members are views (a reshape of the activation before the matmul).
       std::vector<int> members;
-      bool eligible = kind <= OpPatternKind::Broadcast;
+      bool eligible = kind <= OpPatternKind::Injective;
       for (int node = 0; node < int(graph.nodes.size()); ++node) {
         if (partition.group[node] != producerGroup || !graph.nodes[node].binding)
           continue;
         members.push_back(node);
-        eligible &= graph.nodes[node].binding->kind == ExprKind::CallKernel &&
-                    !graph.nodes[node].externRef;
+        const Binding &member = *graph.nodes[node].binding;
+        const Kernel *memberKernel =
+            member.kind == ExprKind::CallKernel ? module.lookupKernel(member.callee) : nullptr;
+        eligible &= memberKernel && !graph.nodes[node].externRef &&
+                    (kind <= OpPatternKind::Broadcast ||
+                     graph.nodes[node].pattern <= OpPatternKind::Broadcast ||
+                     isLayoutPreservingView(*memberKernel));
         for (const FusionGraph::Edge &edge : graph.nodes[node].outputs)
           eligible &= partition.group[edge.consumer] == producerGroup ||
                       edge.consumer == c;
@@ -182,6 +192,11 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
       // fuse the whole group as the prologue, so all of them count.
       double work = 0;
       std::string head;
+      // Whether the chain reads an anchor (a matmul, convolution, pool,
+      // softmax, norm or mean): TVM's partition then makes the chain that
+      // anchor's epilogue (conv -> relu -> reshape -> matmul), so it is no
+      // prologue for fuse-ops to apply.
+      bool anchored = false;
       std::vector<const Value *> pending = {operand};
       llvm::DenseSet<const Value *> seen;
       while (!pending.empty()) {
@@ -199,6 +214,20 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
         bool elementwise = info && (info->opClass == OpClass::Unary ||
                                     info->opClass == OpClass::Binary ||
                                     info->opClass == OpClass::Ternary);
+        bool commReduce = producer->callee == "sum" || producer->callee == "max" ||
+                          producer->callee == "min" || producer->callee == "prod";
+        if (value != operand && info && !commReduce &&
+            (info->opClass == OpClass::Reduction || info->opClass == OpClass::Complex))
+          anchored = true;
+        // A view passes the chain on (fuse-ops groups it with what it
+        // reads); it costs nothing and is no prologue on its own.
+        bool view = producer->kind == ExprKind::Op &&
+                    (producer->callee == "reshape" || producer->callee == "squeeze" ||
+                     producer->callee == "expand_dims");
+        if (singleUse && view) {
+          pending.push_back(producer->operands.front().value);
+          continue;
+        }
         // The operand itself must be computed at the operand's shape.
         if (!singleUse || !elementwise || (value == operand && !(producer->getType() == operand->type)))
           continue;
@@ -213,7 +242,7 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
       std::optional<int64_t> elements = operand->type.isTensor()
                                             ? std::optional(estimatedNumElements(operand->type))
                                             : std::nullopt;
-      if (head.empty() || !elements)
+      if (head.empty() || anchored || !elements)
         continue;
       int64_t m = extent(out[out.size() - 2]), n = extent(out.back()), batch = 1;
       for (size_t d = 0; d + 2 < out.size(); ++d)

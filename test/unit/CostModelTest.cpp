@@ -3,10 +3,13 @@
 // The shipped target descriptions load; a malformed one names the field;
 // expression work counts special functions at the FMA/SFU ratio; the
 // placement and prologue estimates rank the alternatives the way issue 8's
-// cases need.
+// cases need; views (a reshape, not a transpose) are recognized from the
+// legalized kernels.
 //
 //===----------------------------------------------------------------------===//
+#include "TestUtil.h"
 #include "fusec/Analysis/Analysis.h"
+#include "fusec/IR/Ops.h"
 
 #include <catch2/catch.hpp>
 
@@ -109,4 +112,44 @@ TEST_CASE("cost model: work, placements and prologues", "[cost]") {
   CHECK(matmulBlockTile(512, 512, 1, false, &target) == 64);
   CHECK(matmulBlockTile(48, 512, 1, false, &target) == 32);
   CHECK(targetHasTensorCores(target));
+}
+
+/// Whether the kernel legalize makes for the one binding of `text`'s @main
+/// is a view.
+static bool legalizesToView(const char *text) {
+  test::Parsed parsed(text);
+  REQUIRE(parsed.firstError() == "");
+  const Binding *binding = parsed.binding("y");
+  REQUIRE(binding);
+  return isLayoutPreservingView(*legalizeOp(*binding, "k"));
+}
+
+TEST_CASE("cost model: views are reshapes, squeezes and expand_dims", "[cost]") {
+  CHECK(legalizesToView("func @main(%x: f16[4,32,128]) -> f16[128,128] {\n"
+                        "  %y = reshape(%x) {shape = [128, 128]}\n  return %y\n}\n"));
+  CHECK(legalizesToView("func @main(%x: f32[n,4,64]) -> f32[n,256] {\n"
+                        "  %y = reshape(%x) {shape = [n, 256]}\n  return %y\n}\n"));
+  CHECK(legalizesToView("func @main(%x: f32[n,1,8]) -> f32[n,8] {\n"
+                        "  %y = squeeze(%x) {axis = [1]}\n  return %y\n}\n"));
+  CHECK(legalizesToView("func @main(%x: f32[8,m]) -> f32[8,1,m] {\n"
+                        "  %y = expand_dims(%x) {axis = 1}\n  return %y\n}\n"));
+  // A transpose moves elements, symbolic or not; a slice and a broadcast
+  // change the element count.
+  CHECK_FALSE(legalizesToView("func @main(%x: f32[4,8]) -> f32[8,4] {\n"
+                              "  %y = permute_dims(%x) {axes = [1, 0]}\n  return %y\n}\n"));
+  CHECK_FALSE(legalizesToView("func @main(%x: f32[n,m]) -> f32[m,n] {\n"
+                              "  %y = permute_dims(%x) {axes = [1, 0]}\n  return %y\n}\n"));
+  CHECK_FALSE(legalizesToView("func @main(%x: f32[64,128]) -> f32[64,64] {\n"
+                              "  %y = strided_slice(%x) {axes = [1], begin = [0], end = [64]}\n"
+                              "  return %y\n}\n"));
+  CHECK_FALSE(legalizesToView("func @main(%x: f32[1,64]) -> f32[4,64] {\n"
+                              "  %y = broadcast_to(%x) {shape = [4, 64]}\n  return %y\n}\n"));
+  // Large outputs are probed: a transpose of [128, 8192] is still found out.
+  CHECK_FALSE(legalizesToView("func @main(%x: f32[128,8192]) -> f32[8192,128] {\n"
+                              "  %y = permute_dims(%x) {axes = [1, 0]}\n  return %y\n}\n"));
+  CHECK(legalizesToView("func @main(%x: f32[128,8192]) -> f32[1024,1024] {\n"
+                        "  %y = reshape(%x) {shape = [1024, 1024]}\n  return %y\n}\n"));
+  // An elementwise kernel is no view (its body is not a plain load).
+  CHECK_FALSE(legalizesToView("func @main(%x: f32[8]) -> f32[8] {\n"
+                              "  %y = exp(%x)\n  return %y\n}\n"));
 }

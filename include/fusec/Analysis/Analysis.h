@@ -163,6 +163,16 @@ int64_t estimatedNumElements(const Type &type);
 /// Whether `type` has a symbolic dim (an estimate then assumed its size).
 bool hasSymbolicDims(const Type &type);
 
+/// Whether `kernel` only re-views its one input (a reshape, squeeze or
+/// expand_dims): one spatial stage whose body is a load of the input, the
+/// same dtype and element count, and every output element read from the
+/// input element at the same row-major offset. Checked by evaluating the
+/// load's indices at probe points (every point of a small output; else the
+/// first, last and spread-out ones), symbolic dims given distinct small
+/// sizes, so a transpose or a slice is never one. A producer that is a view
+/// costs nothing to apply as a matmul operand's prologue.
+bool isLayoutPreservingView(const Kernel &kernel);
+
 /// Scalar work of one evaluation of an expression, in FP32-FMA issue slots
 /// of the target: arithmetic, comparisons and selects cost 1, special
 /// functions (exp, log, tanh, erf, sqrt, ...) the FMA-to-SFU throughput

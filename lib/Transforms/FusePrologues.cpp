@@ -192,11 +192,14 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
       // fuse the whole group as the prologue, so all of them count.
       double work = 0;
       std::string head;
-      // Whether the chain reads an anchor (a matmul, convolution, pool,
-      // softmax, norm or mean): TVM's partition then makes the chain that
-      // anchor's epilogue (conv -> relu -> reshape -> matmul), so it is no
+      // The anchors (a matmul, convolution, pool, softmax, norm or mean)
+      // whose results the chain reads, and the chain's ops: an anchor that
+      // only the chain reads has an elementwise post-dominator in it, so
+      // TVM's partition makes the chain its epilogue (conv -> relu ->
+      // reshape -> matmul, layer_norm -> gelu -> matmul), and there is no
       // prologue for fuse-ops to apply.
-      bool anchored = false;
+      std::vector<const Value *> anchors;
+      llvm::DenseSet<const Binding *> chain;
       std::vector<const Value *> pending = {operand};
       llvm::DenseSet<const Value *> seen;
       while (!pending.empty()) {
@@ -218,13 +221,14 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
                           producer->callee == "min" || producer->callee == "prod";
         if (value != operand && info && !commReduce &&
             (info->opClass == OpClass::Reduction || info->opClass == OpClass::Complex))
-          anchored = true;
+          anchors.push_back(value);
         // A view passes the chain on (fuse-ops groups it with what it
         // reads); it costs nothing and is no prologue on its own.
         bool view = producer->kind == ExprKind::Op &&
                     (producer->callee == "reshape" || producer->callee == "squeeze" ||
                      producer->callee == "expand_dims");
         if (singleUse && view) {
+          chain.insert(producer);
           pending.push_back(producer->operands.front().value);
           continue;
         }
@@ -235,6 +239,7 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
         for (const KStage &stage : kernel->stages)
           work += expressionWork(*stage.body, target, {});
         head = "%" + value->name;
+        chain.insert(producer);
         for (const Operand &next : producer->operands)
           if (!next.isLiteral())
             pending.push_back(next.value);
@@ -242,6 +247,12 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
       std::optional<int64_t> elements = operand->type.isTensor()
                                             ? std::optional(estimatedNumElements(operand->type))
                                             : std::nullopt;
+      bool anchored = llvm::any_of(anchors, [&](const Value *anchor) {
+        auto found = uses.find(anchor);
+        return found != uses.end() && llvm::all_of(found->second, [&](const Binding *user) {
+                 return user && chain.count(user);
+               });
+      });
       if (head.empty() || anchored || !elements)
         continue;
       int64_t m = extent(out[out.size() - 2]), n = extent(out.back()), batch = 1;

@@ -97,7 +97,8 @@ int emuMemFree(unsigned long long pointer) {
   return 0;
 }
 int emuCopyIn(unsigned long long to, const void *from, size_t bytes) {
-  std::memcpy(reinterpret_cast<void *>(to), from, bytes);
+  if (bytes)
+    std::memcpy(reinterpret_cast<void *>(to), from, bytes);
   return 0;
 }
 int emuCopy(unsigned long long to, unsigned long long from, size_t bytes, void *) {
@@ -124,8 +125,9 @@ size_t byteSize(const TensorData &tensor) {
 /// `count` elements of device memory as floats (TensorData reads the dtype).
 std::vector<float> readFloats(unsigned long long address, int64_t count, DType dtype) {
   TensorData data(dtype, {count});
-  std::memcpy(data.data(), reinterpret_cast<const void *>(address),
-              size_t(count * dtypeBytes(dtype)));
+  if (count > 0)
+    std::memcpy(data.data(), reinterpret_cast<const void *>(address),
+                size_t(count * dtypeBytes(dtype)));
   std::vector<float> values(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i)
     values[size_t(i)] = float(data.get(i));
@@ -209,7 +211,8 @@ std::string runVariants(const std::string &sharedObject, const ModelTables &tabl
       fusec_rt::TensorRef ref{0, toRuntimeDType(tensor.getDType()), tensor.getShape()};
       if (emuMemAlloc(&ref.data, byteSize(tensor)) != 0)
         return false;
-      if (upload)
+      // An empty tensor has no storage to copy from (memcpy's null source).
+      if (upload && byteSize(tensor))
         std::memcpy(reinterpret_cast<void *>(ref.data), tensor.data(), byteSize(tensor));
       refs.push_back(ref);
       return true;

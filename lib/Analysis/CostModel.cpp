@@ -26,8 +26,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <limits>
-
 using namespace fusec;
 
 namespace fusec {
@@ -174,64 +172,25 @@ static double expressionWorkMemo(const KExpr &expr, const TargetDesc &target,
   return work;
 }
 
-int64_t fusec::estimatedNumElements(const Type &type) {
-  if (type.isTuple())
-    return -1;
+int64_t fusec::estimatedProduct(llvm::ArrayRef<Dim> dims) {
+  constexpr int64_t kLimit = int64_t(1) << 48;
   int64_t count = 1;
-  for (const Dim &dim : type.getShape()) {
+  for (const Dim &dim : dims) {
     int64_t size = dim.isSymbolic() ? kSymbolicDimEstimate : dim.size;
-    if (size != 0 && count > std::numeric_limits<int64_t>::max() / size)
-      return std::numeric_limits<int64_t>::max();
-    count *= size;
+    if (size == 0)
+      return 0;
+    count = count > kLimit / size ? kLimit : count * size;
   }
   return count;
+}
+
+int64_t fusec::estimatedNumElements(const Type &type) {
+  return type.isTuple() ? -1 : estimatedProduct(type.getShape());
 }
 
 bool fusec::hasSymbolicDims(const Type &type) {
   return type.isTensor() &&
          llvm::any_of(type.getShape(), [](const Dim &dim) { return dim.isSymbolic(); });
-}
-
-/// An index expression's value at `vars` (iteration variables and symbolic
-/// dims); nullopt for anything but index arithmetic, or a division by zero.
-static std::optional<int64_t> evaluateIndex(const KExpr &e,
-                                            const std::map<std::string, int64_t> &vars) {
-  if (e.kind == KExpr::IntConst)
-    return e.intValue;
-  if (e.kind == KExpr::Var) {
-    auto found = vars.find(e.name);
-    return found == vars.end() ? std::nullopt : std::optional(found->second);
-  }
-  if (!e.isIndexArith() || e.args.size() != 2)
-    return std::nullopt;
-  std::optional<int64_t> a = evaluateIndex(*e.args[0], vars), b = evaluateIndex(*e.args[1], vars);
-  if (!a || !b)
-    return std::nullopt;
-  switch (e.kind) {
-  case KExpr::Add:
-    return *a + *b;
-  case KExpr::Sub:
-    return *a - *b;
-  case KExpr::Mul:
-    return *a * *b;
-  case KExpr::Min:
-    return std::min(*a, *b);
-  case KExpr::Max:
-    return std::max(*a, *b);
-  case KExpr::FloorDiv:
-  case KExpr::Mod: {
-    if (*b == 0)
-      return std::nullopt;
-    int64_t q = *a / *b, r = *a % *b;
-    if (r != 0 && ((r < 0) != (*b < 0))) {
-      --q;
-      r += *b;
-    }
-    return e.kind == KExpr::FloorDiv ? q : r;
-  }
-  default:
-    return std::nullopt;
-  }
 }
 
 bool fusec::isLayoutPreservingView(const Kernel &kernel) {
@@ -246,15 +205,17 @@ bool fusec::isLayoutPreservingView(const Kernel &kernel) {
       stage.spatialVars.size() != size_t(out.type.getRank()))
     return false;
   // Symbolic dims: distinct sizes, none 1 (a unit dim would hide a swap).
-  std::map<std::string, int64_t> vars;
+  // The load's indices, folded once, are evaluated by substituting
+  // constants, which foldIndex folds.
+  std::map<std::string, KExprPtr> vars;
   int64_t nextSize = 3;
   auto sizeOf = [&](const Dim &dim) {
     if (dim.isStatic())
       return dim.size;
-    auto [it, inserted] = vars.try_emplace(dim.symbol, nextSize);
+    auto [it, inserted] = vars.try_emplace(dim.symbol, KExpr::intConst(nextSize));
     if (inserted)
       nextSize += 2;
-    return it->second;
+    return it->second->intValue;
   };
   std::vector<int64_t> outSizes, inSizes;
   int64_t outCount = 1, inCount = 1;
@@ -264,18 +225,21 @@ bool fusec::isLayoutPreservingView(const Kernel &kernel) {
     inCount *= inSizes.emplace_back(sizeOf(dim));
   if (outCount != inCount)
     return false;
+  std::vector<KExprPtr> indices;
+  for (const KExprPtr &index : body.args)
+    indices.push_back(foldIndexTree(index));
   constexpr int64_t kAllPoints = 4096, kProbes = 1024;
   auto viewsAt = [&](int64_t flat) {
     for (size_t d = outSizes.size(), rest = flat; d-- > 0;) {
-      vars[stage.spatialVars[d]] = int64_t(rest % outSizes[d]);
+      vars[stage.spatialVars[d]] = KExpr::intConst(int64_t(rest % outSizes[d]));
       rest /= outSizes[d];
     }
     int64_t offset = 0;
     for (size_t d = 0; d < inSizes.size(); ++d) {
-      std::optional<int64_t> index = evaluateIndex(*body.args[d], vars);
-      if (!index || *index < 0 || *index >= inSizes[d])
+      KExprPtr index = substituteVars(indices[d], vars);
+      if (index->kind != KExpr::IntConst || index->intValue < 0 || index->intValue >= inSizes[d])
         return false;
-      offset = offset * inSizes[d] + *index;
+      offset = offset * inSizes[d] + index->intValue;
     }
     return offset == flat;
   };

@@ -95,6 +95,12 @@ static KExprPtr rebuild(const KExpr &e, std::vector<KExprPtr> args) {
   return copy;
 }
 
+KExprPtr fusec::foldIndexTree(const KExprPtr &e) {
+  if (!e->isIndexArith())
+    return e;
+  return foldIndex(e->kind, foldIndexTree(e->args[0]), foldIndexTree(e->args[1]));
+}
+
 KExprPtr fusec::substituteVars(const KExprPtr &e,
                                const std::map<std::string, KExprPtr> &bindings) {
   if (e->kind == KExpr::Var) {

@@ -108,10 +108,8 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
           eligible &= partition.group[edge.consumer] == producerGroup ||
                       edge.consumer == c;
       }
-      std::optional<int64_t> elements = operand->type.isTensor()
-                                            ? std::optional(estimatedNumElements(operand->type))
-                                            : std::nullopt;
-      if (!eligible || !elements)
+      int64_t elements = estimatedNumElements(operand->type); // -1: a tuple
+      if (!eligible || elements < 0)
         continue;
       double work = 0;
       for (int node : members)
@@ -119,14 +117,13 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
           for (const KStage &stage : k->stages)
             work += expressionWork(*stage.body, target, {});
       bool isA = loadsBuffer(*contraction.x, kernel.inputs[i].name);
-      int64_t bytes = *elements * dtypeBytes(operand->type.getDType());
+      int64_t bytes = elements * dtypeBytes(operand->type.getDType());
       bool halves = contraction.xDType == contraction.yDType &&
                     (contraction.xDType == DType::f16 || contraction.xDType == DType::bf16);
       int64_t tile =
           matmulBlockTile(m, n, contraction.extent(contraction.batch, kSymbolicDimEstimate),
                           halves && targetHasTensorCores(target), &target);
-      PrologueCost estimate =
-          estimatePrologue(work, *elements, bytes, isA ? n : m, tile, target);
+      PrologueCost estimate = estimatePrologue(work, elements, bytes, isA ? n : m, tile, target);
       int64_t rereads = estimate.rereads;
       double fusedUs = estimate.fusedUs, separateUs = estimate.separateUs;
       bool fuse = fusedUs < separateUs;
@@ -192,12 +189,12 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
       // fuse the whole group as the prologue, so all of them count.
       double work = 0;
       std::string head;
-      // The anchors (a matmul, convolution, pool, softmax, norm or mean)
-      // whose results the chain reads, and the chain's ops: an anchor that
-      // only the chain reads has an elementwise post-dominator in it, so
-      // TVM's partition makes the chain its epilogue (conv -> relu ->
-      // reshape -> matmul, layer_norm -> gelu -> matmul), and there is no
-      // prologue for fuse-ops to apply.
+      // The anchors (out_ewise_fusable: a matmul, convolution, pool,
+      // softmax, norm or mean) whose results the chain reads, and the
+      // chain's ops: an anchor that only the chain reads has an elementwise
+      // post-dominator in it, so TVM's partition makes the chain its
+      // epilogue (conv -> relu -> reshape -> matmul, layer_norm -> gelu ->
+      // matmul), and there is no prologue for fuse-ops to apply.
       std::vector<const Value *> anchors;
       llvm::DenseSet<const Binding *> chain;
       std::vector<const Value *> pending = {operand};
@@ -217,17 +214,14 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
         bool elementwise = info && (info->opClass == OpClass::Unary ||
                                     info->opClass == OpClass::Binary ||
                                     info->opClass == OpClass::Ternary);
-        bool commReduce = producer->callee == "sum" || producer->callee == "max" ||
-                          producer->callee == "min" || producer->callee == "prod";
-        if (value != operand && info && !commReduce &&
-            (info->opClass == OpClass::Reduction || info->opClass == OpClass::Complex))
+        // The kinds fuse-ops will see: its legalized kernel's.
+        std::unique_ptr<Kernel> kernel = info ? legalizeOp(*producer, "probe") : nullptr;
+        if (value != operand && kernel &&
+            analyzePatternKind(*kernel).kind == OpPatternKind::OutEWiseFusable)
           anchors.push_back(value);
         // A view passes the chain on (fuse-ops groups it with what it
         // reads); it costs nothing and is no prologue on its own.
-        bool view = producer->kind == ExprKind::Op &&
-                    (producer->callee == "reshape" || producer->callee == "squeeze" ||
-                     producer->callee == "expand_dims");
-        if (singleUse && view) {
+        if (singleUse && kernel && isLayoutPreservingView(*kernel)) {
           chain.insert(producer);
           pending.push_back(producer->operands.front().value);
           continue;
@@ -235,7 +229,6 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
         // The operand itself must be computed at the operand's shape.
         if (!singleUse || !elementwise || (value == operand && !(producer->getType() == operand->type)))
           continue;
-        std::unique_ptr<Kernel> kernel = legalizeOp(*producer, "probe");
         for (const KStage &stage : kernel->stages)
           work += expressionWork(*stage.body, target, {});
         head = "%" + value->name;
@@ -244,16 +237,14 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
           if (!next.isLiteral())
             pending.push_back(next.value);
       }
-      std::optional<int64_t> elements = operand->type.isTensor()
-                                            ? std::optional(estimatedNumElements(operand->type))
-                                            : std::nullopt;
+      int64_t elements = estimatedNumElements(operand->type); // -1: a tuple
       bool anchored = llvm::any_of(anchors, [&](const Value *anchor) {
         auto found = uses.find(anchor);
         return found != uses.end() && llvm::all_of(found->second, [&](const Binding *user) {
                  return user && chain.count(user);
                });
       });
-      if (head.empty() || anchored || !elements)
+      if (head.empty() || anchored || elements < 0)
         continue;
       int64_t m = extent(out[out.size() - 2]), n = extent(out.back()), batch = 1;
       for (size_t d = 0; d + 2 < out.size(); ++d)
@@ -262,7 +253,7 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
       bool halves = (dtype == DType::f16 || dtype == DType::bf16) &&
                     member->operands[1].value->type.getDType() == dtype;
       PrologueCost cost = estimatePrologue(
-          work, *elements, *elements * dtypeBytes(operand->type.getDType()), i == 0 ? n : m,
+          work, elements, elements * dtypeBytes(operand->type.getDType()), i == 0 ? n : m,
           matmulBlockTile(m, n, batch, halves && targetHasTensorCores(target), &target), target);
       estimate = cost;
       if (!cost.fuse()) {

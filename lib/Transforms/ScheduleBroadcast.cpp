@@ -140,10 +140,11 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
       continue;
     // Blocks of the rows mapping compute_at would use; 0: compute_at cannot
     // serve a broadcast that is not over trailing dims.
-    int64_t blocks = candidate.leading ? 1 : 0;
-    for (size_t d = 0; d < candidate.leading; ++d)
-      blocks *=
-          rootType.getShape()[d].isSymbolic() ? kSymbolicDimEstimate : rootType.getShape()[d].size;
+    int64_t blocks =
+        candidate.leading
+            ? estimatedProduct(
+                  llvm::ArrayRef<Dim>(rootType.getShape()).take_front(candidate.leading))
+            : 0;
     PlacementCost estimate = estimatePlacement(
         *candidate.stage, producerElements,
         producerElements * dtypeBytes(buffer->type.getDType()), rootElements, rootBytes, blocks,

@@ -78,6 +78,18 @@ TEST_CASE("substituteVars binds simultaneously and refolds", "[ir][rewrite]") {
   CHECK(printExpr(*bound) == "j * 4"); // j inside i's value is not rebound
 }
 
+TEST_CASE("foldIndexTree folds constant subtrees substituteVars leaves", "[ir][rewrite]") {
+  // floordiv(i, 128 * 32): substituting i alone leaves the untouched 128 * 32
+  // as written, so the result is no constant; folded first, it is.
+  KExprPtr e = KExpr::binary(KExpr::FloorDiv, v("i"), KExpr::binary(KExpr::Mul, c(128), c(32)));
+  CHECK(substituteVars(e, {{"i", c(8192)}})->kind != KExpr::IntConst);
+  KExprPtr folded = foldIndexTree(e);
+  CHECK(printExpr(*folded) == "floordiv(i, 4096)");
+  KExprPtr value = substituteVars(folded, {{"i", c(8192)}});
+  REQUIRE(value->kind == KExpr::IntConst);
+  CHECK(value->intValue == 2);
+}
+
 TEST_CASE("knownMultipleOf", "[ir][rewrite]") {
   KExprPtr base = foldIndex(KExpr::Mul, foldIndex(KExpr::Add, foldIndex(KExpr::Mul, v("bx"), c(256)), v("tx")), c(4));
   CHECK(knownMultipleOf(*base) == 4);

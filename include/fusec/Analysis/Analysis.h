@@ -13,6 +13,8 @@
 #include "fusec/IR/Kernel.h"
 #include "fusec/IR/Pattern.h"
 
+#include "llvm/ADT/ArrayRef.h"
+
 #include <map>
 #include <optional>
 
@@ -157,8 +159,11 @@ bool loadTargetDesc(llvm::StringRef spec, TargetDesc &target, DiagEngine &diag,
 /// tensors that share the dim (a [n, 1] producer read by an [n, 4096]
 /// output recomputes 4096x) do not depend on it.
 constexpr int64_t kSymbolicDimEstimate = 1024;
-/// The element count of `type` with each symbolic dim counted as
-/// kSymbolicDimEstimate (saturating at INT64_MAX); -1 for a tuple.
+/// The product of `dims` with each symbolic dim counted as
+/// kSymbolicDimEstimate, saturating at 2^48 (so that byte counts and their
+/// sums over a kernel's buffers stay far from overflowing).
+int64_t estimatedProduct(llvm::ArrayRef<Dim> dims);
+/// estimatedProduct of `type`'s shape; -1 for a tuple.
 int64_t estimatedNumElements(const Type &type);
 /// Whether `type` has a symbolic dim (an estimate then assumed its size).
 bool hasSymbolicDims(const Type &type);

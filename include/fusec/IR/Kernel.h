@@ -330,6 +330,9 @@ inline int64_t wrappingMul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * 
 /// lowering simplified (x + 0, x * 1, floordiv(x, 1), mod(x, 1),
 /// floordiv(c * x, c), mod(c * x, c)).
 KExprPtr foldIndex(KExpr::Kind kind, KExprPtr lhs, KExprPtr rhs);
+/// An index expression with every index-arithmetic node refolded, constant
+/// subtrees included (`128 * 32` becomes 4096); other nodes are kept.
+KExprPtr foldIndexTree(const KExprPtr &e);
 /// `e` with variables replaced by `bindings` (and index arithmetic refolded).
 KExprPtr substituteVars(const KExprPtr &e,
                         const std::map<std::string, KExprPtr> &bindings);

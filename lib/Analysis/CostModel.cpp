@@ -8,8 +8,9 @@
 //   2. inline: that work at every root element (producer elements x the
 //      broadcast factor);
 //   3. compute_at (block): that work once per producer element per block
-//      that needs it, plus the wait of the block's other threads at the
-//      barrier (the chain's latency, overlapped across resident blocks);
+//      that needs it, and the wait of the block's other threads at the
+//      barrier: the first wave's chain latency, and the waves' chains
+//      as a third roof (later waves' chains hide under memory traffic);
 //   4. materialize: that work once, one more launch, the producer written
 //      and read back through global memory;
 // each a max of compute time and memory time (the root's own traffic is
@@ -25,6 +26,9 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
 
 using namespace fusec;
 
@@ -280,15 +284,19 @@ PlacementCost fusec::estimatePlacement(const KStage &producer, int64_t producerE
   cost.inlineUs = roofline(cost.workPerElement * double(rootElements), 0);
   // Each block evaluates the producer elements of its rows while its other
   // threads wait at a barrier: a dependent chain of about 4 cycles per FMA
-  // slot (those elements spread over the block's threads), hidden only by
-  // the other resident blocks (about 8 per SM). No blocks: not possible.
+  // slot (those elements spread over the block's threads). A wave of
+  // resident blocks (about 8 per SM) waits together; later waves' chains
+  // overlap the earlier waves' memory traffic, so only the first wave's
+  // chain is exposed, and the waves' chains together are a third roof
+  // beside compute and memory. No blocks: not possible.
   cost.computeAtPossible = blocks > 0;
   if (cost.computeAtPossible) {
     int64_t perBlock = std::max<int64_t>(1, producerElements / blocks);
-    double chainCycles = cost.workPerElement * 4.0 * double((perBlock + 127) / 128) + 100.0;
-    double waitUs = double(blocks) * chainCycles / (double(target.smCount) * 8.0) /
-                    (target.clockGHz * 1e3);
-    cost.computeAtUs = roofline(cost.workPerElement * double(perBlock * blocks), 0) + waitUs;
+    double chainUs = (cost.workPerElement * 4.0 * double((perBlock + 127) / 128) + 100.0) /
+                     (target.clockGHz * 1e3);
+    double waves = std::ceil(double(blocks) / (double(target.smCount) * 8.0));
+    double work = cost.workPerElement * double(perBlock * blocks) / target.flopsPerUs();
+    cost.computeAtUs = std::max({work, memoryUs, waves * chainUs}) - memoryUs + chainUs;
   }
   cost.materializeUs = roofline(cost.workPerElement * double(producerElements),
                                 2.0 * double(producerBytes)) +

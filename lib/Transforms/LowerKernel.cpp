@@ -106,14 +106,19 @@ KExprPtr KernelLowering::lowerValue(const KStage &stage,
     if (shared == sharedOf.end())
       return KExprPtr();
     int64_t rows = rowRankOf[load.name];
-    for (int64_t d = 0; d < rows; ++d)
-      if (indices[d]->kind != KExpr::Var || d >= int64_t(stage.spatialVars.size()) ||
-          indices[d]->name != stage.spatialVars[d]) {
+    const Shape &shape = kernel.findBuffer(load.name)->type.getShape();
+    for (int64_t d = 0; d < rows; ++d) {
+      // Coordinate 0 of a dim of size 1 is every row's own (a broadcast).
+      bool broadcast = indices[d]->kind == KExpr::IntConst && indices[d]->intValue == 0 &&
+                       shape[d].isStatic() && shape[d].size == 1;
+      if (!broadcast && (indices[d]->kind != KExpr::Var || d >= int64_t(stage.spatialVars.size()) ||
+                         indices[d]->name != stage.spatialVars[d])) {
         ok = error(scheduleOf(load.name).loc,
                    "'%" + stage.buffer + "' reads '%" + load.name +
                        "' outside its own row, so it cannot be computed at block level");
         return KExprPtr();
       }
+    }
     std::vector<KExprPtr> extents = extentsOf(load.name);
     KExprPtr linear = cnst(0);
     for (size_t d = rows; d < indices.size(); ++d)

@@ -253,9 +253,18 @@ bool KernelLowering::emitRows(const KStage &root, const StageMapping &mapping) {
         rootOf(stage.buffer) != root.buffer)
       continue;
     const Type &type = kernel.findBuffer(stage.buffer)->type;
+    // A spatial stage may be broadcast on a leading dim too (size 1 there,
+    // `%s[0, c, 0, 0]` in an `[n, c, h, w]` output): each block computes
+    // its element at coordinate 0 of that dim.
     bool sameRows = type.getRank() >= rows;
-    for (int64_t d = 0; sameRows && d < rows; ++d)
-      sameRows = type.getShape()[d] == rowDims[d];
+    std::vector<KExprPtr> stageRowCoords = rowCoords;
+    for (int64_t d = 0; sameRows && d < rows; ++d) {
+      const Dim &dim = type.getShape()[d];
+      if (!stage.isReduction() && dim.isStatic() && dim.size == 1)
+        stageRowCoords[d] = cnst(0);
+      else
+        sameRows = dim == rowDims[d];
+    }
     if (!sameRows || (stage.isReduction() && type.getRank() != rows))
       return error(entry.loc, "'%" + stage.buffer + "' does not have the rows of '%" + root.buffer +
                                   "' (" + std::to_string(rows) +
@@ -266,7 +275,7 @@ bool KernelLowering::emitRows(const KStage &root, const StageMapping &mapping) {
         return false;
       sharedOf[stage.buffer] = shared;
       rowRankOf[stage.buffer] = rows;
-    } else if (!emitStrided(stage, rowCoords, 1, /*toShared=*/true)) {
+    } else if (!emitStrided(stage, stageRowCoords, 1, /*toShared=*/true)) {
       return false;
     }
     launch->body.push_back(blockStmt(LStmt::Barrier));

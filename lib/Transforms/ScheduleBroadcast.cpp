@@ -7,10 +7,11 @@
 // 003's [rows, 1] chain added to [rows, cols]) is placed where the cost
 // model (lib/Analysis/CostModel.cpp) estimates it cheapest:
 //   - inline (TVM's choice): S is recomputed at every output element;
-//   - compute_at(output, block), for S[i0, .., ik-1, 0, .., 0]: the output
-//     is mapped one block per row (`rows`, inner = r - k) and each block
-//     evaluates S once for its row, into shared memory — one launch, no
-//     round trip, no recomputation;
+//   - compute_at(output, block), for S[i0, .., ik-1, 0, .., 0] (any of
+//     i0..ik-1 may be 0 on a dim of size 1, `%s[0, c, 0, 0]`) over rows of
+//     at least a warp's 32 elements: the output is mapped one block per
+//     row (`rows`, inner = r - k) and each block evaluates S once for its
+//     row, into shared memory — one launch, no round trip;
 //   - materialize: S gets its own launch and a global buffer.
 // Symbolic dims (a dynamic batch) count as kSymbolicDimEstimate in the
 // estimates, which the remark says; the reuse factor of a dim that the
@@ -88,10 +89,19 @@ static void findBroadcastLoads(const Kernel &kernel, const KExpr &expr, const KS
       return;
     }
     broadcast &= zeros > 0 && zeros < expr.args.size();
+    // Rows: every variable at its own position, so each row of the output's
+    // first k dims reads one row of S (k: past the last variable); the dims
+    // before k may still be broadcast (`%s[0, c, 0, 0]`).
     size_t k = 0;
-    while (broadcast && k < expr.args.size() && asRootVar(*expr.args[k]) == root.spatialVars[k])
-      ++k;
-    bool rows = broadcast && k + zeros == expr.args.size();
+    bool positional = broadcast;
+    for (size_t d = 0; positional && d < expr.args.size(); ++d) {
+      std::string var = asRootVar(*expr.args[d]);
+      if (var.empty())
+        continue;
+      positional = var == root.spatialVars[d];
+      k = d + 1;
+    }
+    bool rows = positional && k < expr.args.size();
     if (broadcast && llvm::none_of(found, [&](const Candidate &c) { return c.stage == stage; }))
       found.push_back({stage, rows ? k : 0});
     return;
@@ -139,12 +149,20 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
     if (producerElements <= 0)
       continue;
     // Blocks of the rows mapping compute_at would use; 0: compute_at cannot
-    // serve a broadcast that is not over trailing dims.
-    int64_t blocks =
-        candidate.leading
-            ? estimatedProduct(
-                  llvm::ArrayRef<Dim>(rootType.getShape()).take_front(candidate.leading))
-            : 0;
+    // serve a broadcast that is not over trailing dims, nor rows shorter
+    // than a warp (most of each block's threads would idle).
+    llvm::ArrayRef<Dim> rootShape = rootType.getShape();
+    std::string noComputeAt = "not a row broadcast";
+    int64_t blocks = 0;
+    if (candidate.leading) {
+      llvm::ArrayRef<Dim> rowDims = rootShape.drop_front(candidate.leading);
+      int64_t rowElements = estimatedProduct(rowDims);
+      if (llvm::none_of(rowDims, [](const Dim &dim) { return dim.isSymbolic(); }) &&
+          rowElements < 32)
+        noComputeAt = "rows of " + std::to_string(rowElements) + " elements, under a warp";
+      else
+        blocks = estimatedProduct(rootShape.take_front(candidate.leading));
+    }
     PlacementCost estimate = estimatePlacement(
         *candidate.stage, producerElements,
         producerElements * dtypeBytes(buffer->type.getDType()), rootElements, rootBytes, blocks,
@@ -183,10 +201,9 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
                        << ", compute_at "
                        << (estimate.computeAtPossible
                                ? std::string(llvm::formatv("{0:f3}", estimate.computeAtUs))
-                               : std::string("n/a (not a row broadcast)"))
-                       << ", materialize "
-                       << llvm::format("%.3f", estimate.materializeUs) << ", plus "
-                       << llvm::format("%.3f", estimate.rootUs)
+                               : "n/a (" + noComputeAt + ")")
+                       << ", materialize " << llvm::format("%.3f", estimate.materializeUs)
+                       << ", plus " << llvm::format("%.3f", estimate.rootUs)
                        << " of the output's own traffic on " << cost.target->name << ")\n";
       if (pass->report) {
         std::vector<std::pair<std::string, double>> costs = {{"inline_us", estimate.inlineUs}};

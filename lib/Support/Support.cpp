@@ -8,6 +8,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/WithColor.h"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -372,17 +373,32 @@ static const char *stdoutTool = "fusec";
 static void checkStdoutAtExit() {
   llvm::raw_fd_ostream &out = llvm::outs();
   out.flush();
-  if (!out.has_error())
-    return;
-  std::string reason = out.error().message();
-  out.clear_error();
-  llvm::errs() << stdoutTool << ": error: cannot write to stdout: " << reason << "\n";
-  llvm::errs().flush();
-  _exit(1);
+  if (out.has_error()) {
+    std::string reason = out.error().message();
+    out.clear_error();
+    llvm::errs() << stdoutTool << ": error: cannot write to stdout: " << reason << "\n";
+    llvm::errs().flush();
+    llvm::errs().clear_error();
+    _exit(1);
+  }
+  // A diagnostic that could not be written (`2>/dev/full`, a closed
+  // stderr) cannot be reported either; the exit status says it failed.
+  if (llvm::errs().has_error()) {
+    llvm::errs().clear_error();
+    _exit(1);
+  }
 }
+
+/// SIGPIPE (the reader of stdout or stderr went away, `fusec ... | head`):
+/// a failed write, exit 1, not LLVM's EX_IOERR (74).
+static void onBrokenPipe() { _exit(1); }
+
+void fusec::exitWithOneOnBrokenPipe() { llvm::sys::SetOneShotPipeSignalFunction(onBrokenPipe); }
 
 void fusec::exitCleanlyOnStdoutError(const char *toolName) {
   stdoutTool = toolName;
-  llvm::outs(); // constructed first, so that its destructor runs after the check
+  // Constructed first, so that their destructors run after the check.
+  llvm::outs();
+  llvm::errs();
   std::atexit(checkStdoutAtExit);
 }

@@ -11,7 +11,8 @@
 #include "llvm/Support/InitLLVM.h"
 
 int main(int argc, char **argv) {
-  llvm::InitLLVM initLLVM(argc, argv);
+  fusec::exitWithOneOnBrokenPipe();
+  llvm::InitLLVM initLLVM(argc, argv, /*InstallPipeSignalExitHandler=*/false);
   fusec::exitOnOutOfMemory("fusec-run");
   fusec::exitCleanlyOnStdoutError("fusec-run");
   return fusec::runMain(argc, argv);

@@ -13,7 +13,8 @@
 #include "llvm/Support/InitLLVM.h"
 
 int main(int argc, char **argv) {
-  llvm::InitLLVM initLLVM(argc, argv);
+  fusec::exitWithOneOnBrokenPipe();
+  llvm::InitLLVM initLLVM(argc, argv, /*InstallPipeSignalExitHandler=*/false);
   fusec::exitOnOutOfMemory("fusec");
   fusec::exitCleanlyOnStdoutError("fusec");
   fusec::registerAllPasses();

@@ -142,8 +142,13 @@ void exitOnOutOfMemory(const char *toolName);
 /// Makes a failed write to stdout (`> /dev/full`, a closed pipe's end of
 /// disk) print `<tool>: error: cannot write to stdout: REASON` and exit
 /// with 1 when the program ends, instead of LLVM's abort in outs()'s
-/// destructor; this covers cl's --help, which exits on its own.
+/// destructor; this covers cl's --help, which exits on its own. A failed
+/// write to stderr exits with 1 too (nothing can be printed).
 void exitCleanlyOnStdoutError(const char *toolName);
+
+/// Makes SIGPIPE exit with 1. Call it before llvm::InitLLVM, and construct
+/// that with InstallPipeSignalExitHandler = false.
+void exitWithOneOnBrokenPipe();
 
 } // namespace fusec
 

@@ -45,16 +45,26 @@ static std::string sanitize(llvm::StringRef name) {
 }
 
 std::string cuda::getEntryName(const Kernel &kernel, size_t index) {
-  // `_kernel` keeps entry points apart from C functions (`exp`); other
-  // characters than letters, digits and `_` are spelled out in hex so that
-  // distinct kernel names stay distinct.
+  // `_kernel` keeps entry points apart from C functions (`exp`). Distinct
+  // kernel names must stay distinct: characters other than letters, digits
+  // and `_` are spelled `_xHH_` (hex), and so are a leading digit (not an
+  // identifier's start) and a `_` before an `x` (`@a_x2e_b` is not `@a.b`:
+  // an unescaped `_` is then never followed by `x`, so every `_x` starts a
+  // spelled character and the spelling reads back one way).
   std::string base;
-  for (char c : kernel.name) {
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
-      base += c;
+  const std::string &name = kernel.name;
+  for (size_t i = 0; i < name.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    bool plain = std::isalnum(c) || c == '_';
+    if (i == 0 && std::isdigit(c))
+      plain = false;
+    if (c == '_' && i + 1 < name.size() && name[i + 1] == 'x')
+      plain = false;
+    if (plain) {
+      base += char(c);
     } else {
       char hex[8];
-      std::snprintf(hex, sizeof hex, "_x%02x_", static_cast<unsigned char>(c));
+      std::snprintf(hex, sizeof hex, "_x%02x_", c);
       base += hex;
     }
   }

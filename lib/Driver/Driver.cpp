@@ -468,10 +468,10 @@ static std::string describePasses() {
   return text;
 }
 
-/// Writes the spec §8 report.
-static std::string writeFusionReport(const std::string &path, const FusionReport &report,
-                                     const std::string &moduleName,
-                                     const PassManager &pipeline) {
+/// The spec §8 report of one module.
+static nlohmann::ordered_json fusionReportJSON(const FusionReport &report,
+                                               const std::string &moduleName,
+                                               const PassManager &pipeline) {
   nlohmann::ordered_json root;
   root["module"] = moduleName;
   root["pipeline"] = nlohmann::ordered_json::array();
@@ -526,7 +526,7 @@ static std::string writeFusionReport(const std::string &path, const FusionReport
     }
     root["decisions"].push_back(entry);
   }
-  return writeFile(path, root.dump(2) + "\n");
+  return root;
 }
 
 static void printVersion(llvm::raw_ostream &os) {
@@ -640,14 +640,16 @@ int fusec::driverMain(int argc, char **argv) {
   std::vector<std::string> chunks =
       splitInputFile ? splitChunks(inputBuffer->getBuffer())
                      : std::vector<std::string>{inputBuffer->getBuffer().str()};
-  std::string output, moduleName = llvm::sys::path::stem(bufferName).str();
-  FusionReport report;
-  FusionReport *reportPtr = fusionReport.empty() ? nullptr : &report;
+  std::string output, stem = llvm::sys::path::stem(bufferName).str();
+  // One report per module: with --split-input-file, per chunk.
+  std::vector<FusionReport> reports(isONNX ? 1 : chunks.size());
+  std::vector<std::string> moduleNames(reports.size(), stem);
+  bool withReport = !fusionReport.empty();
   std::vector<ExtraStatistic> backendStats;
   if (isONNX) {
     chunks.clear();
-    exitCode = processONNX(*pipeline, makeInstrumentation(), reportPtr, moduleName, emit,
-                           output, backendStats);
+    exitCode = processONNX(*pipeline, makeInstrumentation(), withReport ? &reports[0] : nullptr,
+                           moduleNames[0], emit, output, backendStats);
   }
   for (size_t i = 0; i < chunks.size(); ++i) {
     std::string chunkOutput;
@@ -655,8 +657,9 @@ int fusec::driverMain(int argc, char **argv) {
     // Chunks are separate modules: give each its own dump directory.
     if (splitInputFile && !inst.dumpDir.empty())
       inst.dumpDir += "/chunk-" + std::to_string(i);
-    int chunkCode = processChunk(chunks[i], bufferName, *pipeline, inst, reportPtr,
-                                 moduleName, emit, chunkOutput, backendStats);
+    int chunkCode = processChunk(chunks[i], bufferName, *pipeline, inst,
+                                 withReport ? &reports[i] : nullptr, moduleNames[i], emit,
+                                 chunkOutput, backendStats);
     exitCode = std::max(exitCode, chunkCode);
     if (i)
       output += "// -----\n";
@@ -669,9 +672,14 @@ int fusec::driverMain(int argc, char **argv) {
     return exitCode;
   if (std::string problem = writeFile(outputFile, output, emit == "cubin"); !problem.empty())
     return inputError(problem);
-  if (reportPtr) {
-    std::string problem = writeFusionReport(fusionReport, report, moduleName, *pipeline);
-    if (!problem.empty())
+  if (withReport) {
+    // --split-input-file: an array of the chunks' reports, in chunk order.
+    nlohmann::ordered_json json = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < reports.size(); ++i)
+      json.push_back(fusionReportJSON(reports[i], moduleNames[i], *pipeline));
+    if (!splitInputFile)
+      json = json.front();
+    if (std::string problem = writeFile(fusionReport, json.dump(2) + "\n"); !problem.empty())
       return inputError(problem);
   }
   if (llvm::AreStatisticsEnabled()) {

@@ -27,6 +27,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 
+#include <functional>
+
 using namespace fusec;
 namespace cl = llvm::cl;
 
@@ -79,18 +81,44 @@ cl::opt<unsigned> threads("threads",
 CompareOptions deviceComparison(const Module &module) {
   CompareOptions options;
   options.relativeToOutput = true;
-  auto consider = [&](const Type &type) {
-    DType dtype = type.getDType();
+  auto consider = [&](DType dtype) {
     if (dtype == DType::bf16 || (dtype == DType::f16 && options.precision != DType::bf16))
       options.precision = dtype;
+  };
+  // A value rounded to f16 inside an expression (`f32(f16(...))`, an
+  // astype pair fused into one kernel) counts as much as an f16 buffer: a
+  // one-ulp difference before the rounding can move it by one f16 ulp.
+  std::function<void(const KExpr &)> considerExpr = [&](const KExpr &expr) {
+    consider(expr.dtype);
+    for (const KExprPtr &arg : expr.args)
+      if (arg)
+        considerExpr(*arg);
+  };
+  std::function<void(const LStmt &)> considerStmt = [&](const LStmt &stmt) {
+    for (const KExprPtr *expr : {&stmt.extent, &stmt.cond, &stmt.value})
+      if (*expr)
+        considerExpr(**expr);
+    for (const auto *exprs : {&stmt.indices, &stmt.operands})
+      for (const KExprPtr &expr : *exprs)
+        if (expr)
+          considerExpr(*expr);
+    for (const auto *stmts : {&stmt.body, &stmt.elseBody})
+      for (const LStmt &child : *stmts)
+        considerStmt(child);
   };
   for (const auto &kernel : module.kernels) {
     for (const auto *buffers : {&kernel->inputs, &kernel->outputs, &kernel->internals})
       for (const KBuffer &buffer : *buffers)
-        consider(buffer.type);
-    for (const LLaunch &launch : kernel->launches)
+        consider(buffer.type.getDType());
+    for (const KStage &stage : kernel->stages)
+      if (stage.body)
+        considerExpr(*stage.body);
+    for (const LLaunch &launch : kernel->launches) {
       for (const KBuffer &buffer : launch.buffers)
-        consider(buffer.type);
+        consider(buffer.type.getDType());
+      for (const LStmt &stmt : launch.body)
+        considerStmt(stmt);
+    }
   }
   return options;
 }

@@ -114,8 +114,11 @@ bool Parser::parseDim(Dim &dim) {
     return true;
   }
   if (token.is(Token::BareIdent)) {
-    if (token.spelling.contains('.') || parseDType(token.spelling))
+    if (token.spelling.contains('.'))
       return error("invalid dimension name '" + token.spelling + "'");
+    // Kernel expressions read a dtype name as a conversion, `f32(...)`.
+    if (parseDType(token.spelling))
+      return error("'" + token.spelling + "' is a dtype, not a dimension name");
     // A dim's name appears in kernel expressions (loop extents, guards),
     // where these read as literals: the lowered dump would not parse back.
     static const llvm::StringRef literals[] = {"true", "false", "inf", "nan"};

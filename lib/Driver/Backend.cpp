@@ -40,7 +40,8 @@ int fusec::runBackend(const Module &module, const BackendRequest &request,
     });
     if (!op.empty()) {
       llvm::WithColor::error(llvm::errs(), "fusec")
-          << "--emit=" << request.emit << ": " << op
+          << (request.launcher.empty() ? "--emit=" + request.emit : std::string("--launcher"))
+          << ": " << op
           << " is a graph op with no kernel; CUDA code is generated after 'legalize', "
              "'schedule' and 'lower' (run -O0, -O1 or -O2)\n";
       return ExitInputError;

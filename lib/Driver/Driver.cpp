@@ -657,9 +657,9 @@ int fusec::driverMain(int argc, char **argv) {
     // Chunks are separate modules: give each its own dump directory.
     if (splitInputFile && !inst.dumpDir.empty())
       inst.dumpDir += "/chunk-" + std::to_string(i);
-    int chunkCode = processChunk(chunks[i], bufferName, *pipeline, inst,
-                                 withReport ? &reports[i] : nullptr, moduleNames[i], emit,
-                                 chunkOutput, backendStats);
+    int chunkCode =
+        processChunk(chunks[i], bufferName, *pipeline, inst, withReport ? &reports[i] : nullptr,
+                     moduleNames[i], emit, chunkOutput, backendStats);
     exitCode = std::max(exitCode, chunkCode);
     if (i)
       output += "// -----\n";

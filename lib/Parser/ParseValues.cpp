@@ -348,8 +348,10 @@ bool Parser::checkConstantValue(Binding &binding) {
         return errorAt(where, "cannot read '" + constant.path + "': " +
                                   (llvm::sys::fs::exists(path)
                                        ? "not a regular file"
-                                       : "no such file (paths are relative to "
-                                         "the .fir file)"));
+                                       : "no such file '" + path.str().str() +
+                                             "' (a relative path is read from the .fir "
+                                             "file's directory; from standard input, "
+                                             "the working directory)"));
       std::string readError;
       contents = readNpyFile(path, readError);
       if (!contents)

@@ -113,6 +113,26 @@ bool FuseByPattern::loadPatterns(PassContext &context, std::vector<DataflowPatte
   return parsePatterns(sourceMgr, id, context.diag, patterns);
 }
 
+/// Why a library match is left to fusec's own kernel: a matmul whose
+/// contraction is statically empty (K = 0), a case cuBLASLt does not
+/// document and the launcher refuses (docs/launcher.md); fusec's kernel
+/// writes the zeros (and the bias, the activation of zeros). "" otherwise.
+static std::string libraryEmptyContractionVeto(const PatternMatch &match) {
+  for (const Binding *member : match.members) {
+    if (member->kind != ExprKind::Op || member->callee != "matmul" || member->operands.empty() ||
+        !member->operands[0].value)
+      continue;
+    const Type &lhs = member->operands[0].value->type;
+    if (!lhs.isTensor() || lhs.getRank() == 0)
+      continue;
+    const Dim &k = lhs.getShape().back();
+    if (k.isStatic() && k.size == 0)
+      return "an empty contraction (K = 0), which cuBLASLt does not document; fusec's own "
+             "kernel computes it";
+  }
+  return "";
+}
+
 bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
                                  Function &function, DataflowBlock &block,
                                  PassContext &context) {
@@ -150,6 +170,8 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
     std::string separate;
     PrologueCost prologue;
     prologue.rereads = 0;
+    if (failure.empty() && isLibraryCodegen(pattern.codegenPrefix()))
+      failure = libraryEmptyContractionVeto(*match);
     if (failure.empty() && prologueTarget && isLibraryCodegen(pattern.codegenPrefix()))
       failure = libraryPrologueVeto(*match, block, uses, *prologueTarget, separate, prologue);
     // The prologue estimate behind a decision, in the report's `cost`.

@@ -192,9 +192,12 @@ int64_t fusec::estimatedNumElements(const Type &type) {
   return type.isTuple() ? -1 : estimatedProduct(type.getShape());
 }
 
+bool fusec::hasSymbolicDims(llvm::ArrayRef<Dim> dims) {
+  return llvm::any_of(dims, [](const Dim &dim) { return dim.isSymbolic(); });
+}
+
 bool fusec::hasSymbolicDims(const Type &type) {
-  return type.isTensor() &&
-         llvm::any_of(type.getShape(), [](const Dim &dim) { return dim.isSymbolic(); });
+  return type.isTensor() && hasSymbolicDims(type.getShape());
 }
 
 bool fusec::isLayoutPreservingView(const Kernel &kernel) {

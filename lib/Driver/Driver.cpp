@@ -675,10 +675,11 @@ int fusec::driverMain(int argc, char **argv) {
   if (withReport) {
     // --split-input-file: an array of the chunks' reports, in chunk order.
     nlohmann::ordered_json json = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < reports.size(); ++i)
-      json.push_back(fusionReportJSON(reports[i], moduleNames[i], *pipeline));
     if (!splitInputFile)
-      json = json.front();
+      json = fusionReportJSON(reports.front(), moduleNames.front(), *pipeline);
+    else
+      for (size_t i = 0; i < reports.size(); ++i)
+        json.push_back(fusionReportJSON(reports[i], moduleNames[i], *pipeline));
     if (std::string problem = writeFile(fusionReport, json.dump(2) + "\n"); !problem.empty())
       return inputError(problem);
   }

@@ -307,13 +307,12 @@ static bool convertEinsum(NodeContext &c) {
       const Dim &dim = x->type.getShape()[d];
       auto [it, inserted] = sizes.try_emplace(term[d], dim);
       if (!inserted && it->second != dim) {
-        bool oneIsUnit = (dim.isStatic() && dim.size == 1) ||
-                         (it->second.isStatic() && it->second.size == 1);
+        bool oneIsUnit = dim.isOne() || it->second.isOne();
         if (!oneIsUnit) // size 1 broadcasts, lettered or not, as in NumPy
           return c.fail("label '" + (term[d] < kFirstEllipsis ? std::string(1, char(term[d]))
                                                                : std::string("...")) +
                         "' has sizes " + it->second.str() + " and " + dim.str());
-        if (it->second.isStatic() && it->second.size == 1)
+        if (it->second.isOne())
           it->second = dim;
       }
     }

@@ -48,9 +48,9 @@ static bool convertExpand(NodeContext &c) {
       a = in[k + in.size() - rank];
     if (k + target->size() >= rank)
       b = (*target)[k + target->size() - rank];
-    if (!a || (b && a->isStatic() && a->size == 1))
+    if (!a || (b && a->isOne()))
       result[k] = *b;
-    else if (!b || (b->isStatic() && b->size == 1) || *a == *b)
+    else if (!b || b->isOne() || *a == *b)
       result[k] = *a;
     else
       return c.fail("cannot broadcast " + x->type.str() + " to the given shape at dim " +

@@ -344,10 +344,11 @@ bool Parser::parsePatternTerm(DataflowPattern &pattern, PatternTerm &term) {
     consume();
     return true;
   }
-  // A dtype FIR does not have (f64, u8, bf8).
-  llvm::StringRef digits = word.ltrim("bfiu");
-  if (digits.size() < word.size() && word.size() - digits.size() <= 2 && !digits.empty() &&
-      llvm::all_of(digits, llvm::isDigit))
+  // A dtype FIR does not have (f64, u8, bf8): a dtype prefix and a width.
+  llvm::StringRef width = word;
+  if ((width.consume_front("bf") || width.consume_front("f") || width.consume_front("i") ||
+       width.consume_front("u")) &&
+      !width.empty() && llvm::all_of(width, llvm::isDigit))
     return error("unknown dtype '" + word.str() +
                  "' (FIR's are f32, f16, bf16, i8, i32, i64, bool)");
   return error("expected a check (dtype(%x), rank(%x), shape(%x)[i], is_constant(%x), "

@@ -109,8 +109,8 @@ KExprPtr KernelLowering::lowerValue(const KStage &stage,
     const Shape &shape = kernel.findBuffer(load.name)->type.getShape();
     for (int64_t d = 0; d < rows; ++d) {
       // Coordinate 0 of a dim of size 1 is every row's own (a broadcast).
-      bool broadcast = indices[d]->kind == KExpr::IntConst && indices[d]->intValue == 0 &&
-                       shape[d].isStatic() && shape[d].size == 1;
+      bool broadcast =
+          indices[d]->kind == KExpr::IntConst && indices[d]->intValue == 0 && shape[d].isOne();
       if (!broadcast && (indices[d]->kind != KExpr::Var || d >= int64_t(stage.spatialVars.size()) ||
                          indices[d]->name != stage.spatialVars[d])) {
         ok = error(scheduleOf(load.name).loc,

@@ -260,7 +260,7 @@ bool KernelLowering::emitRows(const KStage &root, const StageMapping &mapping) {
     std::vector<KExprPtr> stageRowCoords = rowCoords;
     for (int64_t d = 0; sameRows && d < rows; ++d) {
       const Dim &dim = type.getShape()[d];
-      if (!stage.isReduction() && dim.isStatic() && dim.size == 1)
+      if (!stage.isReduction() && dim.isOne())
         stageRowCoords[d] = cnst(0);
       else
         sameRows = dim == rowDims[d];

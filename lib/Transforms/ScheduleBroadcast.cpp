@@ -71,8 +71,7 @@ static void findBroadcastLoads(const Kernel &kernel, const KExpr &expr, const KS
     for (size_t d = 0; broadcast && d < expr.args.size(); ++d) {
       const KExpr &index = *expr.args[d];
       std::string var = asRootVar(index);
-      if (index.kind == KExpr::IntConst && index.intValue == 0 && shape[d].isStatic() &&
-          shape[d].size == 1)
+      if (index.kind == KExpr::IntConst && index.intValue == 0 && shape[d].isOne())
         ++zeros;
       else
         broadcast = !var.empty() && vars.insert(var).second;
@@ -157,8 +156,7 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
     if (candidate.leading) {
       llvm::ArrayRef<Dim> rowDims = rootShape.drop_front(candidate.leading);
       int64_t rowElements = estimatedProduct(rowDims);
-      if (llvm::none_of(rowDims, [](const Dim &dim) { return dim.isSymbolic(); }) &&
-          rowElements < 32)
+      if (!hasSymbolicDims(rowDims) && rowElements < 32)
         noComputeAt = "rows of " + std::to_string(rowElements) + " elements, under a warp";
       else
         blocks = estimatedProduct(rootShape.take_front(candidate.leading));

@@ -165,7 +165,9 @@ constexpr int64_t kSymbolicDimEstimate = 1024;
 int64_t estimatedProduct(llvm::ArrayRef<Dim> dims);
 /// estimatedProduct of `type`'s shape; -1 for a tuple.
 int64_t estimatedNumElements(const Type &type);
-/// Whether `type` has a symbolic dim (an estimate then assumed its size).
+/// Whether `dims` (`type`'s shape) has a symbolic dim (an estimate then
+/// assumed its size).
+bool hasSymbolicDims(llvm::ArrayRef<Dim> dims);
 bool hasSymbolicDims(const Type &type);
 
 /// Whether `kernel` only re-views its one input (a reshape, squeeze or

@@ -80,6 +80,8 @@ struct Dim {
   static Dim named(std::string symbol) { return Dim{0, std::move(symbol)}; }
   bool isSymbolic() const { return !symbol.empty(); }
   bool isStatic() const { return symbol.empty(); }
+  /// A static 1: the dims a broadcast stretches.
+  bool isOne() const { return isStatic() && size == 1; }
   bool operator==(const Dim &other) const {
     return size == other.size && symbol == other.symbol;
   }

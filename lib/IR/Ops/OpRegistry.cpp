@@ -449,9 +449,9 @@ std::optional<Shape> fusec::broadcastShapes(const Shape &a, const Shape &b,
       result[i] = x ? *x : *y;
       continue;
     }
-    if (*x == *y || (y->isStatic() && y->size == 1)) {
+    if (*x == *y || y->isOne()) {
       result[i] = *x;
-    } else if (x->isStatic() && x->size == 1) {
+    } else if (x->isOne()) {
       result[i] = *y;
     } else {
       error = "dimension " + std::to_string(i) + " is " + x->str() + " vs " +

@@ -270,7 +270,7 @@ double fusec::expressionWork(const KExpr &expr, const TargetDesc &target,
 
 PlacementCost fusec::estimatePlacement(const KStage &producer, int64_t producerElements,
                                        int64_t producerBytes, int64_t rootElements,
-                                       int64_t rootBytes, int64_t blocks,
+                                       int64_t rootBytes, ComputeAtBlocks computeAt,
                                        const TargetDesc &target,
                                        const std::map<std::string, const KStage *> &inlined) {
   PlacementCost cost;
@@ -285,16 +285,19 @@ PlacementCost fusec::estimatePlacement(const KStage &producer, int64_t producerE
            memoryUs;
   };
   cost.inlineUs = roofline(cost.workPerElement * double(rootElements), 0);
-  // Each block evaluates the producer elements of its rows while its other
-  // threads wait at a barrier: a dependent chain of about 4 cycles per FMA
-  // slot (those elements spread over the block's threads). A wave of
-  // resident blocks (about 8 per SM) waits together; later waves' chains
-  // overlap the earlier waves' memory traffic, so only the first wave's
-  // chain is exposed, and the waves' chains together are a third roof
-  // beside compute and memory. No blocks: not possible.
+  // Each block evaluates its producer elements before it stores (its other
+  // threads wait at a barrier, or each thread before its walk): a
+  // dependent chain of about 4 cycles per FMA slot (those elements spread
+  // over the SM's lanes). A wave of resident blocks (about 8 per SM) waits
+  // together; later waves' chains overlap the earlier waves' memory
+  // traffic, so only the first wave's chain is exposed, and the waves'
+  // chains together are a third roof beside compute and memory. No
+  // blocks: not possible.
+  int64_t blocks = computeAt.blocks;
   cost.computeAtPossible = blocks > 0;
   if (cost.computeAtPossible) {
-    int64_t perBlock = std::max<int64_t>(1, producerElements / blocks);
+    int64_t perBlock = computeAt.perBlock > 0 ? computeAt.perBlock
+                                              : std::max<int64_t>(1, producerElements / blocks);
     double chainUs = (cost.workPerElement * 4.0 * double((perBlock + 127) / 128) + 100.0) /
                      (target.clockGHz * 1e3);
     double waves = std::ceil(double(blocks) / (double(target.smCount) * 8.0));

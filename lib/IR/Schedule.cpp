@@ -30,6 +30,20 @@ StageSchedule *KSchedule::find(llvm::StringRef stage) {
   return const_cast<StageSchedule *>(static_cast<const KSchedule *>(this)->find(stage));
 }
 
+llvm::StringRef fusec::mappingKindName(StageMapping::Kind kind) {
+  switch (kind) {
+  case StageMapping::Flat:
+    return "flat";
+  case StageMapping::Rows:
+    return "rows";
+  case StageMapping::Tiles:
+    return "tiles";
+  case StageMapping::Columns:
+    return "columns";
+  }
+  return "flat";
+}
+
 static std::string printMapping(const StageMapping &mapping) {
   if (mapping.kind == StageMapping::Tiles && mapping.mma)
     return "tiles(block_m = " + std::to_string(mapping.blockM) +
@@ -43,11 +57,13 @@ static std::string printMapping(const StageMapping &mapping) {
            ", block_k = " + std::to_string(mapping.blockK) +
            ", thread_m = " + std::to_string(mapping.threadM) +
            ", thread_n = " + std::to_string(mapping.threadN) + ")";
-  std::string text = mapping.kind == StageMapping::Flat ? "flat" : "rows";
+  std::string text = mappingKindName(mapping.kind).str();
   text += "(threads = " + std::to_string(mapping.threads) +
           ", vector = " + std::to_string(mapping.vector);
-  if (mapping.kind == StageMapping::Rows)
+  if (mapping.kind == StageMapping::Rows || mapping.kind == StageMapping::Columns)
     text += ", inner = " + std::to_string(mapping.inner);
+  if (mapping.kind == StageMapping::Columns)
+    text += ", rows = " + std::to_string(mapping.rows);
   return text + ")";
 }
 
@@ -184,6 +200,17 @@ public:
           if (blockReduction && mapping.threads % 32 != 0)
             return error(entry.loc, "a block reduction needs whole warps (threads a "
                                     "multiple of 32)");
+        }
+        if (mapping.kind == StageMapping::Columns) {
+          int64_t rank = buffer ? buffer->type.getRank() : 0;
+          if (stage.isReduction())
+            return error(entry.loc, "a columns mapping serves a spatial stage; a reduction's "
+                                    "mapping is flat or rows");
+          if (mapping.inner < 1 || mapping.inner > rank)
+            return error(entry.loc,
+                         "inner (the column dims) must be in [1, " + std::to_string(rank) + "]");
+          if (mapping.rows < 1 || mapping.rows > 1024)
+            return error(entry.loc, "rows (the rows each thread walks) must be in [1, 1024]");
         }
         break;
       }

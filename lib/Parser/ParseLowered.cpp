@@ -92,8 +92,11 @@ bool Parser::parseMapping(StageMapping &mapping) {
     mapping.kind = StageMapping::Rows;
   else if (token.isKeyword("tiles"))
     mapping.kind = StageMapping::Tiles;
+  else if (token.isKeyword("columns"))
+    mapping.kind = StageMapping::Columns;
   else
-    return error("expected a mapping ('flat(...)', 'rows(...)' or 'tiles(...)'), found " +
+    return error("expected a mapping ('flat(...)', 'rows(...)', 'columns(...)' or "
+                 "'tiles(...)'), found " +
                  describeToken());
   consume();
   if (!expect(Token::LParen, "'(' and the mapping's parameters"))
@@ -113,24 +116,26 @@ bool Parser::parseMapping(StageMapping &mapping) {
     // Which mapping kinds take each parameter, and where it goes.
     struct Parameter {
       const char *key;
-      bool flat, rows, tiles;
+      bool flat, rows, tiles, columns;
       int64_t StageMapping::*field;
     };
     static const Parameter parameters[] = {
-        {"threads", true, true, false, &StageMapping::threads},
-        {"vector", true, true, false, &StageMapping::vector},
-        {"inner", false, true, false, &StageMapping::inner},
-        {"block_m", false, false, true, &StageMapping::blockM},
-        {"block_n", false, false, true, &StageMapping::blockN},
-        {"block_k", false, false, true, &StageMapping::blockK},
-        {"thread_m", false, false, true, &StageMapping::threadM},
-        {"thread_n", false, false, true, &StageMapping::threadN},
-        {"warp_m", false, false, true, &StageMapping::warpM},
-        {"warp_n", false, false, true, &StageMapping::warpN}};
+        {"threads", true, true, false, true, &StageMapping::threads},
+        {"vector", true, true, false, true, &StageMapping::vector},
+        {"inner", false, true, false, true, &StageMapping::inner},
+        {"rows", false, false, false, true, &StageMapping::rows},
+        {"block_m", false, false, true, false, &StageMapping::blockM},
+        {"block_n", false, false, true, false, &StageMapping::blockN},
+        {"block_k", false, false, true, false, &StageMapping::blockK},
+        {"thread_m", false, false, true, false, &StageMapping::threadM},
+        {"thread_n", false, false, true, false, &StageMapping::threadN},
+        {"warp_m", false, false, true, false, &StageMapping::warpM},
+        {"warp_n", false, false, true, false, &StageMapping::warpN}};
     for (const Parameter &parameter : parameters) {
-      bool allowed = mapping.kind == StageMapping::Flat   ? parameter.flat
-                     : mapping.kind == StageMapping::Rows ? parameter.rows
-                                                          : parameter.tiles;
+      bool allowed = mapping.kind == StageMapping::Flat      ? parameter.flat
+                     : mapping.kind == StageMapping::Rows    ? parameter.rows
+                     : mapping.kind == StageMapping::Columns ? parameter.columns
+                                                             : parameter.tiles;
       if (key == parameter.key && allowed) {
         mapping.*parameter.field = value;
         return true;
@@ -140,10 +145,7 @@ bool Parser::parseMapping(StageMapping &mapping) {
       mapping.mma = value == 1;
     else
       return errorAt(keyLoc, "unknown parameter '" + key + "' of a " +
-                                 (mapping.kind == StageMapping::Flat   ? "flat"
-                                  : mapping.kind == StageMapping::Rows ? "rows"
-                                                                       : "tiles") +
-                                 " mapping");
+                                 mappingKindName(mapping.kind) + " mapping");
     return true;
   });
   if (parsed && mapping.kind == StageMapping::Tiles && mapping.mma && mapping.warpM > 0 &&
@@ -196,8 +198,8 @@ bool Parser::parseScheduleEntry(Kernel &kernel) {
                      "without 'materialize'");
       consume();
     } else if (buffer->role == KBuffer::Internal &&
-               (token.isKeyword("flat") || token.isKeyword("rows") ||
-                token.isKeyword("tiles"))) {
+               (token.isKeyword("flat") || token.isKeyword("rows") || token.isKeyword("tiles") ||
+                token.isKeyword("columns"))) {
       return error("an internal root stage is written 'materialize " +
                    token.spelling.str() + "(...)'");
     }

@@ -9,8 +9,8 @@
 //      expanded where they are read, into locals (a reduction's
 //      accumulator, a spatial stage's value), once per index tuple.
 //   3. The launch's statements, by the root's mapping: flat and rows in
-//      LowerMappings.cpp, tiles in LowerTiles.cpp (with LowerTileOperands.cpp
-//      and LowerTileFragments.cpp).
+//      LowerMappings.cpp, columns in LowerColumns.cpp, tiles in
+//      LowerTiles.cpp (with LowerTileOperands.cpp and LowerTileFragments.cpp).
 //   4. The kernel keeps its buffers; internal buffers that are not roots
 //      disappear (they now live in shared memory, locals or expressions).
 //
@@ -130,34 +130,52 @@ KExprPtr KernelLowering::lowerValue(const KStage &stage,
     body = hoistRepeatedLoads(body, pre);
   // Thread-level stages, once per distinct index tuple of this value: a
   // reduction into an accumulator, a spatial stage (read several times per
-  // element) into a register.
+  // element) into a register; a columns mapping computed some before its
+  // walk (hoistedThreadValues).
   std::map<std::string, std::string> computed;
   return rewriteLoads(body, [&](const KExpr &load, const std::vector<KExprPtr> &indices) {
     const StageSchedule *entry = kernel.schedule.find(load.name);
     if (!entry || entry->placement != StageSchedule::ComputeAt ||
         entry->level != StageSchedule::Thread)
       return KExprPtr();
-    const KStage *producer = stageOf(load.name);
-    std::string key = load.name + "[";
-    for (const KExprPtr &index : indices)
-      key += printExpr(*index) + ",";
-    std::string &acc = computed[key];
-    DType dtype = producer->isReduction() ? producer->accumulate
-                                          : kernel.findBuffer(load.name)->type.getDType();
-    if (acc.empty()) {
-      std::map<std::string, KExprPtr> producerBindings;
-      for (size_t d = 0; d < producer->spatialVars.size(); ++d)
-        producerBindings[producer->spatialVars[d]] = indices[d];
-      if (producer->isReduction()) {
-        acc = emitSerialReduction(*producer, producerBindings, pre, ok);
-      } else {
-        KExprPtr value = lowerValue(*producer, producerBindings, pre, ok);
-        acc = addBuffer(load.name + "_val", KBuffer::Local, dtype, 1);
-        pre.push_back(store(acc, {cnst(0)}, castTo(value, dtype)));
-      }
-    }
-    return castTo(KExpr::load(acc, {cnst(0)}, dtype), load.dtype);
+    std::string key = threadStageKey(load.name, indices);
+    auto hoisted = hoistedThreadValues.find(key);
+    if (hoisted != hoistedThreadValues.end())
+      return castTo(hoisted->second, load.dtype);
+    std::string &local = computed[key];
+    if (local.empty())
+      local = computeThreadStage(*stageOf(load.name), indices, pre, ok);
+    return castTo(KExpr::load(local, {cnst(0)}, threadStageDType(load.name)), load.dtype);
   });
+}
+
+std::string KernelLowering::threadStageKey(const std::string &buffer,
+                                           const std::vector<KExprPtr> &indices) {
+  std::string key = buffer + "[";
+  for (const KExprPtr &index : indices)
+    key += printExpr(*index) + ",";
+  return key;
+}
+
+DType KernelLowering::threadStageDType(const std::string &buffer) {
+  const KStage *producer = stageOf(buffer);
+  return producer->isReduction() ? producer->accumulate
+                                 : kernel.findBuffer(buffer)->type.getDType();
+}
+
+std::string KernelLowering::computeThreadStage(const KStage &producer,
+                                               const std::vector<KExprPtr> &indices,
+                                               std::vector<LStmt> &pre, bool &ok) {
+  std::map<std::string, KExprPtr> producerBindings;
+  for (size_t d = 0; d < producer.spatialVars.size(); ++d)
+    producerBindings[producer.spatialVars[d]] = indices[d];
+  if (producer.isReduction())
+    return emitSerialReduction(producer, producerBindings, pre, ok);
+  DType dtype = threadStageDType(producer.buffer);
+  KExprPtr value = lowerValue(producer, producerBindings, pre, ok);
+  std::string local = addBuffer(producer.buffer + "_val", KBuffer::Local, dtype, 1);
+  pre.push_back(store(local, {cnst(0)}, castTo(value, dtype)));
+  return local;
 }
 
 std::string KernelLowering::emitSerialReduction(const KStage &stage,
@@ -199,6 +217,8 @@ bool KernelLowering::lowerRoot(const KStage &root) {
   case StageMapping::Flat: return emitFlat(root, mapping);
   case StageMapping::Rows: return emitRows(root, mapping);
   case StageMapping::Tiles: return emitTiles(root, mapping);
+  case StageMapping::Columns:
+    return emitColumns(root, mapping);
   }
   return false;
 }
@@ -260,10 +280,7 @@ bool KernelLowering::run() {
                                   rootOf(stage.buffer) +
                                   "' to have a rows mapping, whose blocks own rows; the blocks "
                                   "of its " +
-                                  (scheduleOf(rootOf(stage.buffer)).mapping.kind ==
-                                           StageMapping::Flat
-                                       ? "flat"
-                                       : "tiles") +
+                                  mappingKindName(scheduleOf(rootOf(stage.buffer)).mapping.kind) +
                                   " mapping do not");
   }
   // 3. One launch per root stage.

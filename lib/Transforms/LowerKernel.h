@@ -224,6 +224,9 @@ public: // the mappings live in several files
   bool lowerRoot(const KStage &root);
   bool emitFlat(const KStage &stage, const StageMapping &mapping);
   bool emitRows(const KStage &stage, const StageMapping &mapping);
+  /// A spatial stage whose threads each walk rows of their columns
+  /// (LowerColumns.cpp).
+  bool emitColumns(const KStage &root, const StageMapping &mapping);
   /// A contraction tiled through shared memory (LowerTiles.cpp).
   bool emitTiles(const KStage &root, const StageMapping &mapping);
   /// The block-level statements of one K step on tensor cores: fragments
@@ -248,6 +251,15 @@ public: // the mappings live in several files
   KExprPtr lowerValue(const KStage &stage, const std::map<std::string, KExprPtr> &bindings,
                       std::vector<LStmt> &pre, bool &ok, bool hoist = true);
   KExprPtr hoistRepeatedLoads(KExprPtr value, std::vector<LStmt> &pre);
+  /// A thread-level stage's element at `indices`, computed into a fresh
+  /// local by statements appended to `pre`; returns the local.
+  std::string computeThreadStage(const KStage &producer, const std::vector<KExprPtr> &indices,
+                                 std::vector<LStmt> &pre, bool &ok);
+  /// What identifies one element of a thread-level stage within a value.
+  std::string threadStageKey(const std::string &buffer, const std::vector<KExprPtr> &indices);
+  /// The dtype a thread-level stage's local holds (a reduction's
+  /// accumulation dtype).
+  DType threadStageDType(const std::string &buffer);
   KExprPtr combine(const KStage &stage, const std::string &acc, KExprPtr value) {
     return KExpr::call(stage.combiner, {KExpr::load(acc, {cnst(0)}, stage.accumulate),
                                         castTo(value, stage.accumulate)},
@@ -261,6 +273,9 @@ public: // the mappings live in several files
   std::set<std::string> usedVars, usedBuffers;
   std::map<std::string, std::string> sharedOf; // block-level stage -> shared buffer
   std::map<std::string, int64_t> rowRankOf;    // block-level stage -> rows it shares
+  /// Thread-level elements a columns mapping computed before its walk
+  /// (threadStageKey -> the load of their local), which lowerValue reads.
+  std::map<std::string, KExprPtr> hoistedThreadValues;
   LLaunch *launch = nullptr;
 };
 

@@ -3,15 +3,21 @@
 // Contract: in an elementwise kernel with one output of rank >= 2,
 // a spatial internal stage S that the output reads through a broadcast,
 // directly or through stages inlined at the output's own index,
-// (each index a variable of the output or 0 on a dim of size 1, e.g. seed
-// 003's [rows, 1] chain added to [rows, cols]) is placed where the cost
-// model (lib/Analysis/CostModel.cpp) estimates it cheapest:
+// (each index a variable of the output or 0 on a dim of size 1, leading
+// dims possibly absent; e.g. seed 003's [rows, 1] chain added to
+// [rows, cols]) is placed where the cost model (lib/Analysis/CostModel.cpp)
+// estimates it cheapest:
 //   - inline (TVM's choice): S is recomputed at every output element;
-//   - compute_at(output, block), for S[i0, .., ik-1, 0, .., 0] (any of
-//     i0..ik-1 may be 0 on a dim of size 1, `%s[0, c, 0, 0]`) over rows of
-//     at least a warp's 32 elements: the output is mapped one block per
-//     row (`rows`, inner = r - k) and each block evaluates S once for its
-//     row, into shared memory — one launch, no round trip;
+//   - compute_at(output, block), for a row broadcast S[i0, .., ik-1, 0, ..,
+//     0] (any of i0..ik-1 may be 0 on a dim of size 1, `%s[0, c, 0, 0]`)
+//     over rows of at least a warp's 32 elements: the output is mapped one
+//     block per row (`rows`, inner = r - k) and each block evaluates S once
+//     for its row, into shared memory — one launch, no round trip;
+//   - compute_at(output, thread), for a column broadcast S[0, .., 0, ik,
+//     .., ir-1] or S[ik, .., ir-1] over at least a warp's 32 columns: the
+//     output is mapped `columns` (inner = r - k), each thread owning
+//     `vector` columns and walking kColumnWalk rows of them, and each
+//     thread evaluates S once for its columns, into registers;
 //   - materialize: S gets its own launch and a global buffer.
 // Symbolic dims (a dynamic batch) count as kSymbolicDimEstimate in the
 // estimates, which the remark says; the reuse factor of a dim that the
@@ -19,7 +25,8 @@
 // Algorithm:
 //   1. Find the candidates in the output's body and in the bodies of the
 //      stages it reads at its own index (an epilogue after the broadcast
-//      add); they must share one k (one rows mapping serves them all).
+//      add); the compute_at ones must agree on one mapping (one rows or
+//      columns mapping serves them all; the first chosen decides).
 //   2. For each, estimate the three placements (S's work counts the stages
 //      inlined into it) and keep the cheapest.
 //   3. Rewrite the schedule entries; report each decision with its costs
@@ -39,14 +46,33 @@ using namespace fusec;
 namespace {
 struct Candidate {
   const KStage *stage = nullptr;
-  size_t leading = 0; // k: the output dims S shares
+  size_t leading = 0;  // a row broadcast: k, the output's leading dims S shares
+  size_t trailing = 0; // a column broadcast: the output's trailing dims S shares
 };
+
+/// The mapping compute_at needs: a rows mapping for a row broadcast, a
+/// columns mapping for a column broadcast, over `inner` trailing dims.
+struct ComputeAtMapping {
+  StageMapping::Kind kind = StageMapping::Flat; // Flat: none chosen yet
+  int64_t inner = 0;
+  bool operator==(const ComputeAtMapping &other) const {
+    return kind == other.kind && inner == other.inner;
+  }
+};
+
+/// Rows each thread of a columns mapping walks: a chain broadcast over the
+/// rows is evaluated once per this many rows, and the walk, unrolled, keeps
+/// as many loads in flight per thread.
+constexpr int64_t kColumnWalk = 16;
 } // namespace
 
 /// The loads of internal spatial stages in `expr` that broadcast: each index
 /// is a distinct variable of the output or 0 on a dim of size 1, and at
-/// least one is 0. `leading` is k when the variables are exactly the
-/// output's first k (a row broadcast, which compute_at can serve), else 0.
+/// least one is 0 or the load has fewer indices than the output has dims.
+/// `leading` is k when the variables are exactly the output's first k at
+/// their own positions (a row broadcast), `trailing` m when they are
+/// exactly its last m, as the load's last m indices (a column broadcast);
+/// compute_at can serve these two.
 /// A stage the expression reads at the output's own index (an epilogue's
 /// operand, `relu(add(chain, b))`) is inlined there, so its body is searched
 /// too; `rootVar` maps the variables of `expr` to the output's.
@@ -62,8 +88,9 @@ static void findBroadcastLoads(const Kernel &kernel, const KExpr &expr, const KS
   if (expr.kind == KExpr::Load) {
     const KBuffer *buffer = kernel.findBuffer(expr.name);
     const KStage *stage = kernel.findStage(expr.name);
-    bool internal = buffer && buffer->role == KBuffer::Internal && stage &&
-                    !stage->isReduction() && expr.args.size() == root.spatialVars.size();
+    size_t rank = root.spatialVars.size();
+    bool internal = buffer && buffer->role == KBuffer::Internal && stage && !stage->isReduction() &&
+                    !expr.args.empty() && expr.args.size() <= rank;
     const Shape &shape = internal ? buffer->type.getShape() : Shape();
     std::set<std::string> vars;
     size_t zeros = 0;
@@ -76,7 +103,7 @@ static void findBroadcastLoads(const Kernel &kernel, const KExpr &expr, const KS
       else
         broadcast = !var.empty() && vars.insert(var).second;
     }
-    bool identity = internal && zeros == 0 && vars.size() == expr.args.size();
+    bool identity = internal && zeros == 0 && expr.args.size() == rank;
     for (size_t d = 0; identity && d < expr.args.size(); ++d)
       identity = asRootVar(*expr.args[d]) == root.spatialVars[d];
     if (identity && stage->spatialVars.size() == root.spatialVars.size() &&
@@ -87,12 +114,12 @@ static void findBroadcastLoads(const Kernel &kernel, const KExpr &expr, const KS
       findBroadcastLoads(kernel, *stage->body, root, inner, found, searched);
       return;
     }
-    broadcast &= zeros > 0 && zeros < expr.args.size();
+    broadcast &= !vars.empty() && (zeros > 0 || expr.args.size() < rank);
     // Rows: every variable at its own position, so each row of the output's
     // first k dims reads one row of S (k: past the last variable); the dims
     // before k may still be broadcast (`%s[0, c, 0, 0]`).
     size_t k = 0;
-    bool positional = broadcast;
+    bool positional = broadcast && expr.args.size() == rank;
     for (size_t d = 0; positional && d < expr.args.size(); ++d) {
       std::string var = asRootVar(*expr.args[d]);
       if (var.empty())
@@ -101,13 +128,50 @@ static void findBroadcastLoads(const Kernel &kernel, const KExpr &expr, const KS
       k = d + 1;
     }
     bool rows = positional && k < expr.args.size();
+    // Columns: the load's last m indices are the output's last m variables
+    // in order, every index before them a 0.
+    size_t m = vars.size(), offset = rank - expr.args.size();
+    bool columns = broadcast && !rows;
+    for (size_t d = 0; columns && d < expr.args.size(); ++d) {
+      std::string var = asRootVar(*expr.args[d]);
+      columns = d < expr.args.size() - m ? var.empty() : var == root.spatialVars[offset + d];
+    }
     if (broadcast && llvm::none_of(found, [&](const Candidate &c) { return c.stage == stage; }))
-      found.push_back({stage, rows ? k : 0});
+      found.push_back({stage, rows ? k : 0, columns ? m : 0});
     return;
   }
   for (const KExprPtr &arg : expr.args)
     if (arg)
       findBroadcastLoads(kernel, *arg, root, rootVar, found, searched);
+}
+
+namespace {
+/// A columns mapping for the output: blocks of up to 128 threads over its
+/// last `trailing` dims, each thread walking up to kColumnWalk rows; the
+/// vector as wide as the columns allow while the blocks still fill the
+/// SMs (a narrower access beats idle SMs).
+struct ColumnsPlan {
+  int64_t threads = 32, vector = 1, rows = 1, blocks = 0;
+};
+} // namespace
+
+static ColumnsPlan planColumns(const Kernel &kernel, const KStage &root, size_t trailing,
+                               const TargetDesc &target) {
+  llvm::ArrayRef<Dim> shape = kernel.findBuffer(root.buffer)->type.getShape();
+  int64_t columns = estimatedProduct(shape.take_back(trailing));
+  llvm::ArrayRef<Dim> rowDims = shape.drop_back(trailing);
+  int64_t rows = estimatedProduct(rowDims);
+  ColumnsPlan plan;
+  plan.rows = hasSymbolicDims(rowDims) ? kColumnWalk : std::min(kColumnWalk, rows);
+  int64_t rowBlocks = (rows + plan.rows - 1) / plan.rows;
+  for (int64_t vector = chooseVectorWidth(kernel, root); vector >= 1; vector /= 2) {
+    plan.vector = vector;
+    plan.threads = std::clamp<int64_t>((columns / vector + 31) / 32 * 32, 32, 128);
+    plan.blocks = (columns + plan.threads * vector - 1) / (plan.threads * vector) * rowBlocks;
+    if (plan.blocks >= target.smCount)
+      break;
+  }
+  return plan;
 }
 
 void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
@@ -141,38 +205,63 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
     symbolic |= hasSymbolicDims(input.type);
   }
   StageSchedule *rootEntry = schedule.find(root->buffer);
-  size_t rowsLeading = 0; // the k of the compute_at candidates
+  llvm::ArrayRef<Dim> rootShape = rootType.getShape();
+  ColumnsPlan columnsPlan;
+  ComputeAtMapping chosen; // the mapping the compute_at candidates share
+  std::string chosenFor;   // the candidate whose compute_at chose it
   for (const Candidate &candidate : candidates) {
     const KBuffer *buffer = kernel.findBuffer(candidate.stage->buffer);
     int64_t producerElements = estimatedNumElements(buffer->type);
     if (producerElements <= 0)
       continue;
-    // Blocks of the rows mapping compute_at would use; 0: compute_at cannot
-    // serve a broadcast that is not over trailing dims, nor rows shorter
-    // than a warp (most of each block's threads would idle).
-    llvm::ArrayRef<Dim> rootShape = rootType.getShape();
-    std::string noComputeAt = "not a row broadcast";
-    int64_t blocks = 0;
+    // The blocks of the mapping compute_at would use; none: compute_at
+    // cannot serve a broadcast that is neither a row nor a column one, nor
+    // rows or columns shorter than a warp (most threads would idle).
+    std::string noComputeAt = "not a row or column broadcast";
+    ComputeAtBlocks blocks;
+    ComputeAtMapping mapping;
     if (candidate.leading) {
       llvm::ArrayRef<Dim> rowDims = rootShape.drop_front(candidate.leading);
       int64_t rowElements = estimatedProduct(rowDims);
+      mapping = {StageMapping::Rows, int64_t(rowDims.size())};
       if (!hasSymbolicDims(rowDims) && rowElements < 32)
         noComputeAt = "rows of " + std::to_string(rowElements) + " elements, under a warp";
       else
-        blocks = estimatedProduct(rootShape.take_front(candidate.leading));
+        blocks.blocks = estimatedProduct(rootShape.take_front(candidate.leading));
+    } else if (candidate.trailing) {
+      llvm::ArrayRef<Dim> columnDims = rootShape.take_back(candidate.trailing);
+      int64_t columns = estimatedProduct(columnDims);
+      mapping = {StageMapping::Columns, int64_t(candidate.trailing)};
+      if (!hasSymbolicDims(columnDims) && columns < 32) {
+        noComputeAt = "columns of " + std::to_string(columns) + " elements, under a warp";
+      } else {
+        ColumnsPlan plan = planColumns(kernel, *root, candidate.trailing, *cost.target);
+        blocks = {plan.blocks, plan.threads * plan.vector};
+        if (chosen.kind == StageMapping::Flat)
+          columnsPlan = plan;
+      }
     }
     PlacementCost estimate = estimatePlacement(
         *candidate.stage, producerElements,
         producerElements * dtypeBytes(buffer->type.getDType()), rootElements, rootBytes, blocks,
         *cost.target, inlined);
-    if (estimate.choice == "compute_at" && rowsLeading && rowsLeading != candidate.leading)
+    std::string conflict;
+    if (estimate.choice == "compute_at" && chosen.kind != StageMapping::Flat &&
+        !(chosen == mapping)) {
       estimate.choice = estimate.materializeUs < estimate.inlineUs ? "materialize" : "inline";
+      conflict = "; compute_at needs a " + mappingKindName(mapping.kind).str() +
+                 " mapping with inner = " + std::to_string(mapping.inner) +
+                 ", and the output's is " + mappingKindName(chosen.kind).str() +
+                 " with inner = " + std::to_string(chosen.inner) + ", for " + chosenFor;
+    }
     StageSchedule *entry = schedule.find(candidate.stage->buffer);
     if (estimate.choice == "compute_at") {
-      rowsLeading = candidate.leading;
+      chosen = mapping;
+      chosenFor = "%" + candidate.stage->buffer;
       entry->placement = StageSchedule::ComputeAt;
       entry->consumer = root->buffer;
-      entry->level = StageSchedule::Block;
+      entry->level =
+          mapping.kind == StageMapping::Rows ? StageSchedule::Block : StageSchedule::Thread;
     } else if (estimate.choice == "materialize") {
       entry->placement = StageSchedule::Root; // an internal root is materialized
       entry->mapping.kind = StageMapping::Flat;
@@ -187,6 +276,7 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
        << llvm::format("%.0f", estimate.workPerElement) << " FMA slots per output element";
     if (symbolic)
       os << " (symbolic dims counted as " << kSymbolicDimEstimate << ")";
+    os << conflict;
     os.flush();
     double chosen = estimate.choice == "inline"       ? estimate.inlineUs
                     : estimate.choice == "compute_at" ? estimate.computeAtUs
@@ -215,21 +305,29 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
       }
     }
   }
-  if (rowsLeading && rootEntry) {
-    // One block per row; the threads stride over the row's elements (a
-    // full block when their number is symbolic).
-    int64_t rowElements = 1;
-    bool symbolicRow = false;
-    for (size_t d = rowsLeading; d < size_t(rootType.getRank()); ++d) {
-      symbolicRow |= rootType.getShape()[d].isSymbolic();
-      rowElements *= rootType.getShape()[d].isSymbolic() ? 1 : rootType.getShape()[d].size;
-    }
-    int64_t vector = chooseVectorWidth(kernel, *root);
-    int64_t threads = symbolicRow ? kFlatThreads : (rowElements / vector + 31) / 32 * 32;
-    rootEntry->mapping.kind = StageMapping::Rows;
-    rootEntry->mapping.threads = std::clamp<int64_t>(threads, 32, kFlatThreads);
-    rootEntry->mapping.vector = vector;
-    rootEntry->mapping.inner = int64_t(rootType.getRank()) - int64_t(rowsLeading);
-    schedule.rule = "elementwise";
+  if (!rootEntry || chosen.kind == StageMapping::Flat)
+    return;
+  schedule.rule = "elementwise";
+  if (chosen.kind == StageMapping::Columns) {
+    rootEntry->mapping.kind = StageMapping::Columns;
+    rootEntry->mapping.threads = columnsPlan.threads;
+    rootEntry->mapping.vector = columnsPlan.vector;
+    rootEntry->mapping.inner = chosen.inner;
+    rootEntry->mapping.rows = columnsPlan.rows;
+    return;
   }
+  // One block per row; the threads stride over the row's elements (a
+  // full block when their number is symbolic).
+  int64_t rowElements = 1;
+  bool symbolicRow = false;
+  for (size_t d = rootShape.size() - size_t(chosen.inner); d < rootShape.size(); ++d) {
+    symbolicRow |= rootShape[d].isSymbolic();
+    rowElements *= rootShape[d].isSymbolic() ? 1 : rootShape[d].size;
+  }
+  int64_t vector = chooseVectorWidth(kernel, *root);
+  int64_t threads = symbolicRow ? kFlatThreads : (rowElements / vector + 31) / 32 * 32;
+  rootEntry->mapping.kind = StageMapping::Rows;
+  rootEntry->mapping.threads = std::clamp<int64_t>(threads, 32, kFlatThreads);
+  rootEntry->mapping.vector = vector;
+  rootEntry->mapping.inner = chosen.inner;
 }

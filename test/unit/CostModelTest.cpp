@@ -76,18 +76,29 @@ TEST_CASE("cost model: work, placements and prologues", "[cost]") {
   for (int i = 1; i < 16; ++i)
     deep.body = KExpr::call("add", {deep.body, body}, DType::f32);
   int64_t rootBytes = 2 * 1024 * 1024 * 2 + 1024 * 2;
-  PlacementCost cheap = estimatePlacement(chain, 1024, 2048, 1 << 20, rootBytes, 1024, target, {});
+  PlacementCost cheap =
+      estimatePlacement(chain, 1024, 2048, 1 << 20, rootBytes, {1024}, target, {});
   CHECK(cheap.choice == "inline");
   CHECK(cheap.recompute == 1024);
-  PlacementCost costly = estimatePlacement(deep, 1024, 2048, 1 << 20, rootBytes, 1024, target, {});
+  PlacementCost costly =
+      estimatePlacement(deep, 1024, 2048, 1 << 20, rootBytes, {1024}, target, {});
   CHECK(costly.workPerElement == Approx(16 * 10 + 15));
   CHECK(costly.choice == "compute_at");
   CHECK(costly.computeAtUs < costly.materializeUs);
   CHECK(costly.materializeUs < costly.inlineUs);
-  // Without a rows mapping (a column broadcast) compute_at is not offered.
-  PlacementCost column = estimatePlacement(deep, 1024, 2048, 1 << 20, rootBytes, 0, target, {});
-  CHECK_FALSE(column.computeAtPossible);
-  CHECK(column.choice == "materialize");
+  // Without blocks (neither a row nor a column broadcast) compute_at is
+  // not offered.
+  PlacementCost neither = estimatePlacement(deep, 1024, 2048, 1 << 20, rootBytes, {}, target, {});
+  CHECK_FALSE(neither.computeAtPossible);
+  CHECK(neither.choice == "materialize");
+  // A column broadcast [1, 1024] under a columns mapping: 256 blocks of 128
+  // threads, each thread evaluating 2 columns once per 16 rows (the chain
+  // 64 times per column in all) beats its own launch.
+  PlacementCost column =
+      estimatePlacement(deep, 1024, 2048, 1 << 20, rootBytes, {256, 256}, target, {});
+  CHECK(column.computeAtPossible);
+  CHECK(column.choice == "compute_at");
+  CHECK(column.computeAtUs < column.materializeUs);
 
   // Prologues: relu (1 slot) on a 512x512 f16 operand fuses; a 160-slot
   // chain on 512x1024 with N = 4096 does not. The re-reads follow the

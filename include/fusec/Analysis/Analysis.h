@@ -190,22 +190,29 @@ double expressionWork(const KExpr &expr, const TargetDesc &target,
 
 /// Where to compute a spatial producer stage read by a root through a
 /// broadcast (the seed 003 shape: a [rows, 1] chain added to [rows, cols]).
-/// `blocks`: the root's rows under a rows mapping that compute_at would
-/// use, 0 when the broadcast is not over trailing dims (no compute_at).
+/// `computeAt` describes the blocks compute_at would use: under a rows
+/// mapping (a row broadcast) one block per row, each evaluating its row's
+/// producer elements; under a columns mapping (a column broadcast, `[1,
+/// cols]` or `[cols]`) blocks of threads that each evaluate their columns'
+/// elements once per walk of `rows` rows. No blocks: no compute_at.
+struct ComputeAtBlocks {
+  int64_t blocks = 0;
+  int64_t perBlock = 0; // producer elements each block evaluates
+};
 struct PlacementCost {
   int64_t producerElements = 0, rootElements = 0;
   int64_t recompute = 1;        // root elements per producer element
   double workPerElement = 0;    // FMA slots per producer element
   double inlineUs = 0;          // recomputed at every root element
-  bool computeAtPossible = false; // a row broadcast, `blocks` > 0
-  double computeAtUs = 0;       // once per block of the root's rows mapping
+  bool computeAtPossible = false; // a row or column broadcast, blocks > 0
+  double computeAtUs = 0;         // once per block (rows) or per thread's walk (columns)
   double materializeUs = 0;     // its own launch and a round trip through memory
   double rootUs = 0;            // the root's own memory traffic, common to all
   std::string choice;           // "inline", "compute_at" or "materialize"
 };
 PlacementCost estimatePlacement(const KStage &producer, int64_t producerElements,
-                                int64_t producerBytes, int64_t rootElements,
-                                int64_t rootBytes, int64_t blocks, const TargetDesc &target,
+                                int64_t producerBytes, int64_t rootElements, int64_t rootBytes,
+                                ComputeAtBlocks computeAt, const TargetDesc &target,
                                 const std::map<std::string, const KStage *> &inlined);
 
 /// Whether to apply an elementwise producer of a matmul/convolution operand

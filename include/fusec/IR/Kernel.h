@@ -164,11 +164,20 @@ struct StageMapping {
     /// threadN sub-tile in registers, then applies the elementwise epilogue
     /// to it before the store.
     Tiles,
+    /// Columns: the last `inner` dims (flattened) are columns, the others
+    /// rows. Each thread owns `vector` consecutive columns and walks `rows`
+    /// consecutive rows of them; blocks of `threads` threads tile the
+    /// columns, then the rows. A stage computed at thread level whose
+    /// indices do not move with the row (a column broadcast, `%s[0, j]`
+    /// or `%s[j]` in `[i, j]`) is computed once per thread, before the
+    /// walk, into registers.
+    Columns,
   };
   Kind kind = Flat;
   int64_t threads = 256;
   int64_t vector = 1;
-  int64_t inner = 0; // Rows only
+  int64_t inner = 0; // Rows and Columns
+  int64_t rows = 16; // Columns only
   // Tiles only. SIMT: threads = (blockM / threadM) * (blockN / threadN).
   // With `mma` (tensor cores, f16/bf16 operands, f32 accumulation): each
   // warp computes a warpM x warpN sub-tile with mma.sync m16n8k16, blockK
@@ -188,7 +197,8 @@ struct StageSchedule {
   };
   enum Level {
     Block,  // once per thread block, for that block's row, in shared memory
-    Thread, // per use, in the thread's registers (reductions only)
+    Thread, // in the thread's registers, once per index tuple the thread
+            // reads (per element, or once per walk of a columns mapping)
   };
   std::string stage; // the buffer the stage writes
   Placement placement = Root;
@@ -387,6 +397,8 @@ std::string printKernel(const Kernel &kernel);
 bool verifySchedule(const Kernel &kernel, DiagEngine &diag,
                     llvm::StringRef context = {});
 std::string printSchedule(const Kernel &kernel);
+/// A mapping kind's spelling in a schedule: flat, rows, tiles, columns.
+llvm::StringRef mappingKindName(StageMapping::Kind kind);
 std::string printLaunch(const LLaunch &launch);
 
 } // namespace fusec

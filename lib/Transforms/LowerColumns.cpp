@@ -1,0 +1,162 @@
+//===- LowerColumns.cpp - The columns mapping of `lower` ------------------===//
+//
+// Step 3 of LowerKernel.cpp's mechanics for a root stage with a columns
+// mapping: the last `inner` dims of the stage are its columns, the others
+// its rows (both flattened). Each thread owns `vector` consecutive columns
+// and walks `rows` consecutive rows of them; blocks tile the columns first
+// (block bx covers column block bx mod C and row block bx floordiv C).
+//   1. Coordinates: the column index (b * threads + tx) * vector (+ lane),
+//      the row index rowBlock * rows + r, both split back into the stage's
+//      dims.
+//   2. Before the walk: every element of a thread-level stage that the
+//      stage reads at indices the walk does not move (a column broadcast,
+//      `%s[0, j]` or `%s[j]`) is computed once into a register, one per
+//      lane (hoistedThreadValues, which lowerValue then reads). This is
+//      what makes the mapping worth having: a chain broadcast over the rows
+//      is evaluated once per `rows` rows instead of at every element.
+//   3. The walk: an unrolled loop over the rows (a guard when the rows are
+//      not a static multiple of `rows`), the stage's value per lane inside.
+//   4. A guard on the column index unless the columns are a static
+//      multiple of a block's.
+//
+//===----------------------------------------------------------------------===//
+#include "LowerKernel.h"
+
+using namespace fusec;
+using namespace fusec::lowering;
+
+/// `stmts` (stores only) with each local in `locals` indexed by `lane`
+/// instead of 0, and so `value`: one register per vector lane.
+static void indexLocalsByLane(std::vector<LStmt> &stmts, KExprPtr &value,
+                              const std::set<std::string> &locals, const std::string &lane) {
+  auto rewrite = [&](const KExprPtr &e) {
+    return rewriteLoads(e, [&](const KExpr &load, const std::vector<KExprPtr> &) {
+      return locals.count(load.name) ? KExpr::load(load.name, {KExpr::var(lane)}, load.dtype)
+                                     : KExprPtr();
+    });
+  };
+  for (LStmt &stmt : stmts) {
+    stmt.value = rewrite(stmt.value);
+    for (KExprPtr &index : stmt.indices)
+      index = rewrite(index);
+    if (locals.count(stmt.buffer))
+      stmt.indices = {KExpr::var(lane)};
+  }
+  if (value)
+    value = rewrite(value);
+}
+
+bool KernelLowering::emitColumns(const KStage &root, const StageMapping &mapping) {
+  const StageSchedule &entry = scheduleOf(root.buffer);
+  const Type &type = kernel.findBuffer(root.buffer)->type;
+  int64_t threads = mapping.threads, vector = mapping.vector;
+  if (vector > 1 &&
+      (type.getShape().back().isSymbolic() || type.getShape().back().size % vector != 0))
+    return error(entry.loc, "vector = " + std::to_string(vector) +
+                                " needs a spatial stage whose last dim is a static "
+                                "multiple of it");
+  // 1. Coordinates.
+  std::vector<KExprPtr> extents = extentsOf(root.buffer);
+  size_t rowRank = extents.size() - size_t(mapping.inner);
+  std::vector<KExprPtr> rowExtents(extents.begin(), extents.begin() + rowRank);
+  std::vector<KExprPtr> columnExtents(extents.begin() + rowRank, extents.end());
+  KExprPtr rowTotal = product(rowExtents), columnTotal = product(columnExtents);
+  int64_t walk = rowRank == 0 ? 1 : mapping.rows;
+  KExprPtr columnBlocks = ceilDiv(columnTotal, threads * vector);
+  launch->gridSize = mul(columnBlocks, ceilDiv(rowTotal, walk));
+  launch->threads = threads;
+  KExprPtr bx = KExpr::var(launch->blockVar), tx = KExpr::var(launch->threadVar);
+  KExprPtr column =
+      mul(add(mul(foldIndex(KExpr::Mod, bx, columnBlocks), cnst(threads)), tx), cnst(vector));
+  KExprPtr rowBlock = foldIndex(KExpr::FloorDiv, bx, columnBlocks);
+  std::string rowVar = walk > 1 ? freshVar("r") : "";
+  KExprPtr row = walk > 1 ? add(mul(rowBlock, cnst(walk)), KExpr::var(rowVar)) : rowBlock;
+  std::vector<KExprPtr> columnCoords = coordinatesOf(column, columnExtents);
+  std::string lane;
+  if (vector > 1) {
+    // Within a vector only the last coordinate moves (the last dim is a
+    // multiple of the width).
+    lane = freshVar("v");
+    KExprPtr start =
+        columnCoords.size() == 1 ? column : foldIndex(KExpr::Mod, column, columnExtents.back());
+    columnCoords.back() = add(start, KExpr::var(lane));
+  }
+  std::vector<KExprPtr> coords = coordinatesOf(row, rowExtents);
+  coords.insert(coords.end(), columnCoords.begin(), columnCoords.end());
+  std::map<std::string, KExprPtr> bindings;
+  for (size_t d = 0; d < coords.size(); ++d)
+    bindings[root.spatialVars[d]] = coords[d];
+  bool ok = true;
+  // 2. Thread-level elements the walk does not move, computed once. The
+  // loads are found as lowerValue will see them: bindings substituted.
+  std::vector<LStmt> hoisted;
+  hoistedThreadValues.clear();
+  if (walk > 1) {
+    rewriteLoads(substituteVars(root.body, bindings), [&](const KExpr &load,
+                                                          const std::vector<KExprPtr> &indices) {
+      const StageSchedule *producerEntry = kernel.schedule.find(load.name);
+      if (!ok || !producerEntry || producerEntry->placement != StageSchedule::ComputeAt ||
+          producerEntry->level != StageSchedule::Thread ||
+          llvm::any_of(indices, [&](const KExprPtr &i) { return usesVar(*i, rowVar); }))
+        return KExprPtr();
+      std::string key = threadStageKey(load.name, indices);
+      if (hoistedThreadValues.count(key))
+        return KExprPtr();
+      size_t firstNew = launch->buffers.size();
+      std::vector<LStmt> pre;
+      std::string local = computeThreadStage(*stageOf(load.name), indices, pre, ok);
+      KExprPtr value = KExpr::load(local, {cnst(0)}, threadStageDType(load.name));
+      if (vector > 1) {
+        if (llvm::any_of(pre, [](const LStmt &s) { return s.kind != LStmt::Store; })) {
+          ok = error(producerEntry->loc, "a vector loop cannot hold the loops that '%" + load.name +
+                                             "' needs; use vector = 1");
+          return KExprPtr();
+        }
+        std::set<std::string> locals;
+        for (size_t b = firstNew; b < launch->buffers.size(); ++b) {
+          KBuffer &buffer = launch->buffers[b];
+          if (buffer.role == KBuffer::Local) {
+            buffer.type = Type::tensor(buffer.type.getDType(), {Dim::of(vector)});
+            locals.insert(buffer.name);
+          }
+        }
+        indexLocalsByLane(pre, value, locals, lane);
+        std::vector<LStmt> lanes = std::move(pre);
+        pre.clear();
+        pre.push_back(loop(LStmt::Vector, lane, cnst(vector), std::move(lanes)));
+      }
+      hoisted = join(std::move(hoisted), std::move(pre));
+      hoistedThreadValues[key] = value;
+      return KExprPtr();
+    });
+  }
+  // 3. The walk.
+  std::vector<LStmt> body;
+  KExprPtr value = lowerValue(root, bindings, body, ok, /*hoist=*/vector == 1);
+  hoistedThreadValues.clear();
+  if (!ok)
+    return false;
+  if (vector > 1 && !body.empty())
+    return error(entry.loc, "a vector loop cannot hold the thread-level stages '%" + root.buffer +
+                                "' computes per element; use vector = 1");
+  body.push_back(store(root.buffer, coords, value));
+  if (vector > 1) {
+    std::vector<LStmt> lanes = std::move(body);
+    body.clear();
+    body.push_back(loop(LStmt::Vector, lane, cnst(vector), std::move(lanes)));
+  }
+  bool rowsExact = rowTotal->kind == KExpr::IntConst && rowTotal->intValue % walk == 0;
+  body = guarded(rowsExact ? nullptr : lt(row, rowTotal), std::move(body));
+  if (walk > 1) {
+    std::vector<LStmt> rows;
+    rows.push_back(loop(LStmt::Unroll, rowVar, cnst(walk), std::move(body)));
+    body = std::move(rows);
+  }
+  // 4. The column guard.
+  bool columnsExact =
+      columnTotal->kind == KExpr::IntConst && columnTotal->intValue % (threads * vector) == 0;
+  launch->body.push_back(
+      blockStmt(LStmt::Parallel, guarded(columnsExact ? nullptr : lt(column, columnTotal),
+                                         join(std::move(hoisted), std::move(body)))));
+  return true;
+}

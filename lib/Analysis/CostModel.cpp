@@ -296,8 +296,7 @@ PlacementCost fusec::estimatePlacement(const KStage &producer, int64_t producerE
   int64_t blocks = computeAt.blocks;
   cost.computeAtPossible = blocks > 0;
   if (cost.computeAtPossible) {
-    int64_t perBlock = computeAt.perBlock > 0 ? computeAt.perBlock
-                                              : std::max<int64_t>(1, producerElements / blocks);
+    int64_t perBlock = std::max<int64_t>(1, computeAt.perBlock);
     double chainUs = (cost.workPerElement * 4.0 * double((perBlock + 127) / 128) + 100.0) /
                      (target.clockGHz * 1e3);
     double waves = std::ceil(double(blocks) / (double(target.smCount) * 8.0));

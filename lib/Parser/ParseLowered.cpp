@@ -85,15 +85,18 @@ Parser::MutableExpr Parser::parseIndexExpr() {
   return e;
 }
 
+/// The mapping kind `token` spells, if it spells one.
+static std::optional<StageMapping::Kind> mappingKindOf(const Token &token) {
+  for (StageMapping::Kind kind :
+       {StageMapping::Flat, StageMapping::Rows, StageMapping::Columns, StageMapping::Tiles})
+    if (token.isKeyword(mappingKindName(kind)))
+      return kind;
+  return std::nullopt;
+}
+
 bool Parser::parseMapping(StageMapping &mapping) {
-  if (token.isKeyword("flat"))
-    mapping.kind = StageMapping::Flat;
-  else if (token.isKeyword("rows"))
-    mapping.kind = StageMapping::Rows;
-  else if (token.isKeyword("tiles"))
-    mapping.kind = StageMapping::Tiles;
-  else if (token.isKeyword("columns"))
-    mapping.kind = StageMapping::Columns;
+  if (std::optional<StageMapping::Kind> kind = mappingKindOf(token))
+    mapping.kind = *kind;
   else
     return error("expected a mapping ('flat(...)', 'rows(...)', 'columns(...)' or "
                  "'tiles(...)'), found " +
@@ -197,9 +200,7 @@ bool Parser::parseScheduleEntry(Kernel &kernel) {
         return error("an output is always in global memory; write its mapping "
                      "without 'materialize'");
       consume();
-    } else if (buffer->role == KBuffer::Internal &&
-               (token.isKeyword("flat") || token.isKeyword("rows") || token.isKeyword("tiles") ||
-                token.isKeyword("columns"))) {
+    } else if (buffer->role == KBuffer::Internal && mappingKindOf(token)) {
       return error("an internal root stage is written 'materialize " +
                    token.spelling.str() + "(...)'");
     }

@@ -47,14 +47,9 @@ static void indexLocalsByLane(std::vector<LStmt> &stmts, KExprPtr &value,
 }
 
 bool KernelLowering::emitColumns(const KStage &root, const StageMapping &mapping) {
-  const StageSchedule &entry = scheduleOf(root.buffer);
-  const Type &type = kernel.findBuffer(root.buffer)->type;
   int64_t threads = mapping.threads, vector = mapping.vector;
-  if (vector > 1 &&
-      (type.getShape().back().isSymbolic() || type.getShape().back().size % vector != 0))
-    return error(entry.loc, "vector = " + std::to_string(vector) +
-                                " needs a spatial stage whose last dim is a static "
-                                "multiple of it");
+  if (!checkVectorWidth(root, vector))
+    return false;
   // 1. Coordinates.
   std::vector<KExprPtr> extents = extentsOf(root.buffer);
   size_t rowRank = extents.size() - size_t(mapping.inner);
@@ -94,9 +89,8 @@ bool KernelLowering::emitColumns(const KStage &root, const StageMapping &mapping
   if (walk > 1) {
     rewriteLoads(substituteVars(root.body, bindings), [&](const KExpr &load,
                                                           const std::vector<KExprPtr> &indices) {
-      const StageSchedule *producerEntry = kernel.schedule.find(load.name);
-      if (!ok || !producerEntry || producerEntry->placement != StageSchedule::ComputeAt ||
-          producerEntry->level != StageSchedule::Thread ||
+      const StageSchedule *producerEntry = threadLevelEntry(load.name);
+      if (!ok || !producerEntry ||
           llvm::any_of(indices, [&](const KExprPtr &i) { return usesVar(*i, rowVar); }))
         return KExprPtr();
       std::string key = threadStageKey(load.name, indices);
@@ -137,8 +131,7 @@ bool KernelLowering::emitColumns(const KStage &root, const StageMapping &mapping
   if (!ok)
     return false;
   if (vector > 1 && !body.empty())
-    return error(entry.loc, "a vector loop cannot hold the thread-level stages '%" + root.buffer +
-                                "' computes per element; use vector = 1");
+    return errorThreadStagesInVector(root);
   body.push_back(store(root.buffer, coords, value));
   if (vector > 1) {
     std::vector<LStmt> lanes = std::move(body);

@@ -134,9 +134,7 @@ KExprPtr KernelLowering::lowerValue(const KStage &stage,
   // walk (hoistedThreadValues).
   std::map<std::string, std::string> computed;
   return rewriteLoads(body, [&](const KExpr &load, const std::vector<KExprPtr> &indices) {
-    const StageSchedule *entry = kernel.schedule.find(load.name);
-    if (!entry || entry->placement != StageSchedule::ComputeAt ||
-        entry->level != StageSchedule::Thread)
+    if (!threadLevelEntry(load.name))
       return KExprPtr();
     std::string key = threadStageKey(load.name, indices);
     auto hoisted = hoistedThreadValues.find(key);

@@ -222,6 +222,26 @@ public: // the mappings live in several files
                         int64_t size);
 
   bool lowerRoot(const KStage &root);
+  /// Whether `stage` (a root with a vector mapping) can take `vector`
+  /// lanes along its last dim: a spatial stage whose last dim is a static
+  /// multiple of it. Reports the error at its schedule entry otherwise.
+  bool checkVectorWidth(const KStage &stage, int64_t vector);
+  /// The error for a vector loop asked to hold the per-element statements
+  /// of `stage`'s thread-level stages.
+  bool errorThreadStagesInVector(const KStage &stage) {
+    return error(scheduleOf(stage.buffer).loc, "a vector loop cannot hold the thread-level "
+                                               "stages '%" +
+                                                   stage.buffer +
+                                                   "' computes per element; use vector = 1");
+  }
+  /// The schedule entry of `buffer` when it is computed at thread level.
+  const StageSchedule *threadLevelEntry(llvm::StringRef buffer) const {
+    const StageSchedule *entry = kernel.schedule.find(buffer);
+    return entry && entry->placement == StageSchedule::ComputeAt &&
+                   entry->level == StageSchedule::Thread
+               ? entry
+               : nullptr;
+  }
   bool emitFlat(const KStage &stage, const StageMapping &mapping);
   bool emitRows(const KStage &stage, const StageMapping &mapping);
   /// A spatial stage whose threads each walk rows of their columns

@@ -19,18 +19,24 @@
 using namespace fusec;
 using namespace fusec::lowering;
 
+bool KernelLowering::checkVectorWidth(const KStage &stage, int64_t vector) {
+  if (vector == 1)
+    return true;
+  const Type &type = kernel.findBuffer(stage.buffer)->type;
+  if (!stage.isReduction() && type.getRank() > 0 && !type.getShape().back().isSymbolic() &&
+      type.getShape().back().size % vector == 0)
+    return true;
+  return error(scheduleOf(stage.buffer).loc, "vector = " + std::to_string(vector) +
+                                                 " needs a spatial stage whose last dim is a "
+                                                 "static multiple of it");
+}
+
 bool KernelLowering::emitFlat(const KStage &stage, const StageMapping &mapping) {
   const StageSchedule &entry = scheduleOf(stage.buffer);
   std::vector<KExprPtr> extents = extentsOf(stage.buffer);
   int64_t threads = mapping.threads, vector = mapping.vector;
-  if (vector > 1) {
-    const Type &type = kernel.findBuffer(stage.buffer)->type;
-    if (stage.isReduction() || type.getRank() == 0 || type.getShape().back().isSymbolic() ||
-        type.getShape().back().size % vector != 0)
-      return error(entry.loc, "vector = " + std::to_string(vector) +
-                                  " needs a spatial stage whose last dim is a static "
-                                  "multiple of it");
-  }
+  if (!checkVectorWidth(stage, vector))
+    return false;
   KExprPtr total = product(extents);
   launch->gridSize = ceilDiv(total, threads * vector);
   launch->threads = threads;
@@ -54,8 +60,7 @@ bool KernelLowering::emitFlat(const KStage &stage, const StageMapping &mapping) 
     std::vector<LStmt> pre;
     KExprPtr value = lowerValue(stage, bindings, pre, ok, /*hoist=*/false);
     if (!pre.empty())
-      return error(entry.loc, "a vector loop cannot hold the thread-level stages '%" +
-                                  stage.buffer + "' computes per element; use vector = 1");
+      return errorThreadStagesInVector(stage);
     std::vector<LStmt> lanes;
     lanes.push_back(store(stage.buffer, coords, value));
     body.push_back(loop(LStmt::Vector, lane, cnst(vector), std::move(lanes)));
@@ -220,9 +225,7 @@ bool KernelLowering::emitStrided(const KStage &stage, const std::vector<KExprPtr
   body.push_back(toShared ? store(target, {flatIndex}, value) : store(target, coords, value));
   if (vector > 1) {
     if (body.size() != 1)
-      return error(scheduleOf(stage.buffer).loc,
-                   "a vector loop cannot hold the thread-level stages '%" + stage.buffer +
-                       "' computes per element; use vector = 1");
+      return errorThreadStagesInVector(stage);
     std::vector<LStmt> lanes = std::move(body);
     body.clear();
     body.push_back(loop(LStmt::Vector, lane, cnst(vector), std::move(lanes)));

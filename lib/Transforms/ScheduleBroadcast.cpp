@@ -44,20 +44,20 @@
 using namespace fusec;
 
 namespace {
-struct Candidate {
-  const KStage *stage = nullptr;
-  size_t leading = 0;  // a row broadcast: k, the output's leading dims S shares
-  size_t trailing = 0; // a column broadcast: the output's trailing dims S shares
-};
-
 /// The mapping compute_at needs: a rows mapping for a row broadcast, a
-/// columns mapping for a column broadcast, over `inner` trailing dims.
+/// columns mapping for a column broadcast, over the output's last `inner`
+/// dims (a row's elements, or the columns).
 struct ComputeAtMapping {
-  StageMapping::Kind kind = StageMapping::Flat; // Flat: none chosen yet
+  StageMapping::Kind kind = StageMapping::Flat; // Flat: none
   int64_t inner = 0;
   bool operator==(const ComputeAtMapping &other) const {
     return kind == other.kind && inner == other.inner;
   }
+};
+
+struct Candidate {
+  const KStage *stage = nullptr;
+  ComputeAtMapping computeAt; // Flat: neither a row nor a column broadcast
 };
 
 /// Rows each thread of a columns mapping walks: a chain broadcast over the
@@ -136,8 +136,13 @@ static void findBroadcastLoads(const Kernel &kernel, const KExpr &expr, const KS
       std::string var = asRootVar(*expr.args[d]);
       columns = d < expr.args.size() - m ? var.empty() : var == root.spatialVars[offset + d];
     }
+    ComputeAtMapping computeAt;
+    if (rows)
+      computeAt = {StageMapping::Rows, int64_t(rank - k)};
+    else if (columns)
+      computeAt = {StageMapping::Columns, int64_t(m)};
     if (broadcast && llvm::none_of(found, [&](const Candidate &c) { return c.stage == stage; }))
-      found.push_back({stage, rows ? k : 0, columns ? m : 0});
+      found.push_back({stage, computeAt});
     return;
   }
   for (const KExprPtr &arg : expr.args)
@@ -155,7 +160,7 @@ struct ColumnsPlan {
 };
 } // namespace
 
-static ColumnsPlan planColumns(const Kernel &kernel, const KStage &root, size_t trailing,
+static ColumnsPlan planColumns(const Kernel &kernel, const KStage &root, int64_t trailing,
                                const TargetDesc &target) {
   llvm::ArrayRef<Dim> shape = kernel.findBuffer(root.buffer)->type.getShape();
   int64_t columns = estimatedProduct(shape.take_back(trailing));
@@ -206,7 +211,6 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
   }
   StageSchedule *rootEntry = schedule.find(root->buffer);
   llvm::ArrayRef<Dim> rootShape = rootType.getShape();
-  ColumnsPlan columnsPlan;
   ComputeAtMapping chosen; // the mapping the compute_at candidates share
   std::string chosenFor;   // the candidate whose compute_at chose it
   for (const Candidate &candidate : candidates) {
@@ -219,27 +223,18 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
     // rows or columns shorter than a warp (most threads would idle).
     std::string noComputeAt = "not a row or column broadcast";
     ComputeAtBlocks blocks;
-    ComputeAtMapping mapping;
-    if (candidate.leading) {
-      llvm::ArrayRef<Dim> rowDims = rootShape.drop_front(candidate.leading);
-      int64_t rowElements = estimatedProduct(rowDims);
-      mapping = {StageMapping::Rows, int64_t(rowDims.size())};
-      if (!hasSymbolicDims(rowDims) && rowElements < 32)
-        noComputeAt = "rows of " + std::to_string(rowElements) + " elements, under a warp";
-      else
-        blocks.blocks = estimatedProduct(rootShape.take_front(candidate.leading));
-    } else if (candidate.trailing) {
-      llvm::ArrayRef<Dim> columnDims = rootShape.take_back(candidate.trailing);
-      int64_t columns = estimatedProduct(columnDims);
-      mapping = {StageMapping::Columns, int64_t(candidate.trailing)};
-      if (!hasSymbolicDims(columnDims) && columns < 32) {
-        noComputeAt = "columns of " + std::to_string(columns) + " elements, under a warp";
-      } else {
-        ColumnsPlan plan = planColumns(kernel, *root, candidate.trailing, *cost.target);
-        blocks = {plan.blocks, plan.threads * plan.vector};
-        if (chosen.kind == StageMapping::Flat)
-          columnsPlan = plan;
-      }
+    const ComputeAtMapping &mapping = candidate.computeAt;
+    llvm::ArrayRef<Dim> innerDims = rootShape.take_back(mapping.inner);
+    int64_t innerElements = estimatedProduct(innerDims);
+    if (mapping.kind != StageMapping::Flat && !hasSymbolicDims(innerDims) && innerElements < 32) {
+      noComputeAt = (mapping.kind == StageMapping::Rows ? "rows of " : "columns of ") +
+                    std::to_string(innerElements) + " elements, under a warp";
+    } else if (mapping.kind == StageMapping::Rows) {
+      int64_t rows = estimatedProduct(rootShape.drop_back(mapping.inner));
+      blocks = {rows, std::max<int64_t>(1, producerElements / rows)};
+    } else if (mapping.kind == StageMapping::Columns) {
+      ColumnsPlan plan = planColumns(kernel, *root, mapping.inner, *cost.target);
+      blocks = {plan.blocks, plan.threads * plan.vector};
     }
     PlacementCost estimate = estimatePlacement(
         *candidate.stage, producerElements,
@@ -309,6 +304,7 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
     return;
   schedule.rule = "elementwise";
   if (chosen.kind == StageMapping::Columns) {
+    ColumnsPlan columnsPlan = planColumns(kernel, *root, chosen.inner, *cost.target);
     rootEntry->mapping.kind = StageMapping::Columns;
     rootEntry->mapping.threads = columnsPlan.threads;
     rootEntry->mapping.vector = columnsPlan.vector;

@@ -77,11 +77,11 @@ TEST_CASE("cost model: work, placements and prologues", "[cost]") {
     deep.body = KExpr::call("add", {deep.body, body}, DType::f32);
   int64_t rootBytes = 2 * 1024 * 1024 * 2 + 1024 * 2;
   PlacementCost cheap =
-      estimatePlacement(chain, 1024, 2048, 1 << 20, rootBytes, {1024}, target, {});
+      estimatePlacement(chain, 1024, 2048, 1 << 20, rootBytes, {1024, 1}, target, {});
   CHECK(cheap.choice == "inline");
   CHECK(cheap.recompute == 1024);
   PlacementCost costly =
-      estimatePlacement(deep, 1024, 2048, 1 << 20, rootBytes, {1024}, target, {});
+      estimatePlacement(deep, 1024, 2048, 1 << 20, rootBytes, {1024, 1}, target, {});
   CHECK(costly.workPerElement == Approx(16 * 10 + 15));
   CHECK(costly.choice == "compute_at");
   CHECK(costly.computeAtUs < costly.materializeUs);

@@ -197,7 +197,7 @@ double expressionWork(const KExpr &expr, const TargetDesc &target,
 /// elements once per walk of `rows` rows. No blocks: no compute_at.
 struct ComputeAtBlocks {
   int64_t blocks = 0;
-  int64_t perBlock = 0; // producer elements each block evaluates
+  int64_t perBlock = 0; // producer elements each block evaluates (at least 1)
 };
 struct PlacementCost {
   int64_t producerElements = 0, rootElements = 0;

@@ -383,7 +383,7 @@ static int processModule(Module &moduleRef, DiagEngine &diag, const PassManager 
       function->forEachBinding([&](const Binding &binding) {
         inputBindings.push_back({function->name, "%" + binding.getResult()->name});
       });
-  std::vector<TensorData> inputs, reference;
+  EquivalenceCheck check;
   if (checkEach) {
     // The reference results of the input program, on deterministic inputs.
     const Function *entry = findEntryFunction(*module);
@@ -394,13 +394,13 @@ static int processModule(Module &moduleRef, DiagEngine &diag, const PassManager 
     std::string error;
     // Given inputs for what random ones cannot exercise: indices into a
     // table of two rows, integer divisors.
+    std::vector<TensorData> inputs;
     if (checkInputs.empty())
       inputs = makeRandomInputs(*entry, /*seed=*/0, {}, error);
     else
       readInputFiles(*entry, std::vector<std::string>(checkInputs.begin(), checkInputs.end()),
                      inputs, error);
-    Interpreter interpreter(*module);
-    if (!error.empty() || !interpreter.run(entry->name, inputs, reference, error)) {
+    if (!error.empty() || !check.setReference(*module, entry->name, std::move(inputs), error)) {
       diag.error(llvm::SMLoc(), "--check-each: cannot run @" + entry->name +
                                     " before the first pass: " + error +
                                     (checkInputs.empty()
@@ -410,17 +410,13 @@ static int processModule(Module &moduleRef, DiagEngine &diag, const PassManager 
       return ExitInputError;
     }
     std::string entryName = entry->name;
-    inst.afterPass = [&inputs, &reference, entryName](const Module &current,
-                                                      const Pass &pass, DiagEngine &d) {
-      Interpreter interpreter(current);
-      std::vector<TensorData> results;
-      std::string error;
-      if (!interpreter.run(entryName, inputs, results, error)) {
+    inst.afterPass = [&check, entryName](const Module &current, const Pass &pass, DiagEngine &d) {
+      std::string difference, error;
+      if (!check.check(current, difference, error)) {
         d.error(llvm::SMLoc(), "--check-each: after pass '" + pass.getName() +
                                    "' the program no longer runs: " + error);
         return false;
       }
-      std::string difference = compareResults(reference, results);
       if (!difference.empty()) {
         d.error(llvm::SMLoc(), "--check-each: pass '" + pass.getName() +
                                    "' changed the results of @" + entryName + ": " +

@@ -231,6 +231,34 @@ std::string fusec::compareResults(const std::vector<TensorData> &expected,
   return "";
 }
 
+bool EquivalenceCheck::setReference(const Module &module, llvm::StringRef entryName,
+                                    std::vector<TensorData> givenInputs, std::string &error) {
+  entry = entryName.str();
+  inputs = std::move(givenInputs);
+  Interpreter rounded(module), float64(module, Float32Evaluation::Float64);
+  return rounded.run(entry, inputs, reference, error) &&
+         float64.run(entry, inputs, float64Reference, error);
+}
+
+bool EquivalenceCheck::check(const Module &module, std::string &difference,
+                             std::string &error) const {
+  std::vector<TensorData> results;
+  if (!Interpreter(module).run(entry, inputs, results, error))
+    return false;
+  difference = compareResults(reference, results);
+  if (difference.empty())
+    return true;
+  // Only a disagreement is run again: most forms agree in f32.
+  if (!Interpreter(module, Float32Evaluation::Float64).run(entry, inputs, results, error))
+    return false;
+  std::string float64Difference = compareResults(float64Reference, results);
+  if (float64Difference.empty())
+    difference.clear();
+  else
+    difference += "; with f32 evaluated in float64, " + float64Difference;
+  return true;
+}
+
 const Function *fusec::findEntryFunction(const Module &module, llvm::StringRef name) {
   if (!name.empty())
     return module.lookupFunction(name);

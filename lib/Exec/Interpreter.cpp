@@ -291,8 +291,8 @@ struct Interpreter::Impl {
   }
 };
 
-Interpreter::Interpreter(const Module &module)
-    : impl(std::make_unique<Impl>(module, counters)) {}
+Interpreter::Interpreter(const Module &module, Float32Evaluation float32)
+    : impl(std::make_unique<Impl>(module, counters)), float32(float32) {}
 Interpreter::~Interpreter() = default;
 
 static void flatten(const RtValue &value, std::vector<TensorData> &out) {
@@ -330,6 +330,13 @@ bool Interpreter::run(llvm::StringRef entry, const std::vector<TensorData> &inpu
   std::vector<RtValue> args;
   for (const auto &param : function->params)
     args.push_back(argument(param->type));
+  struct Float32Scope { // restored on every exit, a thrown ExecError's too
+    bool saved = exec::roundsFloat32;
+    explicit Float32Scope(Float32Evaluation mode) {
+      exec::roundsFloat32 = mode == Float32Evaluation::Rounded;
+    }
+    ~Float32Scope() { exec::roundsFloat32 = saved; }
+  } scope(float32);
   try {
     RtValue result = impl->callFunction(*function, args);
     outputs.clear();

@@ -24,10 +24,12 @@
 using namespace fusec;
 using namespace fusec::exec;
 
+bool exec::roundsFloat32 = true;
+
 double exec::roundTo(double value, DType dtype) {
   switch (dtype) {
   case DType::f32:
-    return static_cast<float>(value);
+    return roundsFloat32 ? static_cast<float>(value) : value;
   case DType::f16:
   case DType::bf16:
     return roundToDType(value, dtype);
@@ -51,6 +53,8 @@ double exec::convertValue(double x, DType from, DType to) {
 
 void exec::roundBatch(double *values, int64_t n, DType dtype) {
   if (dtype == DType::f32) {
+    if (!roundsFloat32)
+      return;
     for (int64_t t = 0; t < n; ++t)
       values[t] = static_cast<float>(values[t]);
     return;
@@ -222,7 +226,8 @@ private:
         rest /= extents[d];
       }
       body->evalBatch(vars.data(), slot, count, batch);
-      if (combiner == Combiner::Add && stage.accumulate == DType::f32 && bodyDType != DType::i64) {
+      if (combiner == Combiner::Add && stage.accumulate == DType::f32 && bodyDType != DType::i64 &&
+          roundsFloat32) {
         for (int64_t t = 0; t < count; ++t) // the matmul/conv case
           accs[t] = static_cast<float>(accs[t] + static_cast<float>(batch[t]));
       } else {

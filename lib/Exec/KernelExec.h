@@ -37,16 +37,24 @@ inline void checkAllocation(int64_t elements, const std::string &what) {
     throw ExecError{problem};
 }
 
+/// False while an Interpreter made with Float32Evaluation::Float64 runs:
+/// f32 values are then carried as doubles, not rounded (one such run at a
+/// time; the worker pool's tasks start after it is set).
+extern bool roundsFloat32;
+
 /// The number `value` as a value of `dtype` (ExecNodes.h: an i64 is held
-/// bit-cast): f32/f16/bf16 rounded to nearest even, integers truncated and
-/// wrapped as two's complement, bool 0/1.
+/// bit-cast): f32/f16/bf16 rounded to nearest even (f32 not while
+/// !roundsFloat32), integers truncated and wrapped as two's complement,
+/// bool 0/1.
 double roundTo(double value, DType dtype);
 /// `x`, a value of `from`, converted to `to` as C and CUDA convert (an i64
 /// to f32 rounds once, exactly as __ll2float_rn).
 double convertValue(double x, DType from, DType to);
 /// roundTo with the common f32 case inlined (hot loops).
 inline double roundFast(double value, DType dtype) {
-  return dtype == DType::f32 ? double(static_cast<float>(value)) : roundTo(value, dtype);
+  if (dtype == DType::f32)
+    return roundsFloat32 ? double(static_cast<float>(value)) : value;
+  return roundTo(value, dtype);
 }
 /// Rounds `n` values in place.
 void roundBatch(double *values, int64_t n, DType dtype);

@@ -277,9 +277,9 @@ struct Mma final : Stmt {
         int64_t t = warp + lane, g = lane / 4, q = lane % 4;
         for (int64_t i = 0; i < 4; ++i) {
           int64_t row = g + 8 * (i / 2), col = 2 * q + i % 2;
-          float sum = float(C[row][col]);
+          double sum = C[row][col];
           for (int64_t k = 0; k < 16; ++k)
-            sum = sum + float(A[row][k] * B[k][col]);
+            sum = roundFast(sum + A[row][k] * B[k][col], DType::f32); // the product is exact
           d->data[t * d->threadStride + dOffset + i] = sum;
         }
       }

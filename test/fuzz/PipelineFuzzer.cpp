@@ -98,23 +98,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   Instrumentation instrumentation;
   instrumentation.verifyRoundTrip = true;
-  std::vector<TensorData> inputs, reference;
+  EquivalenceCheck check;
   const Function *entry = findEntryFunction(*module);
-  std::string entryName = entry ? entry->name : "";
   if (entry && isSmallGraphModule(*module)) {
     std::string error;
-    inputs = makeRandomInputs(*entry, /*seed=*/0, {}, error);
-    Interpreter interpreter(*module);
+    std::vector<TensorData> inputs = makeRandomInputs(*entry, /*seed=*/0, {}, error);
     // A program that cannot run on random inputs (an index out of range)
     // is still compiled, but not compared.
-    if (error.empty() && interpreter.run(entryName, inputs, reference, error))
+    if (error.empty() && check.setReference(*module, entry->name, std::move(inputs), error))
       instrumentation.afterPass = [&](const Module &current, const Pass &pass, DiagEngine &) {
-        Interpreter after(current);
-        std::vector<TensorData> results;
-        std::string runError;
-        if (!after.run(entryName, inputs, results, runError))
+        std::string difference, runError;
+        if (!check.check(current, difference, runError))
           fail("after pass '" + pass.getName().str() + "' the program no longer runs: " + runError);
-        std::string difference = compareResults(reference, results);
         if (!difference.empty())
           fail("pass '" + pass.getName().str() + "' changed the results: " + difference);
         return true;

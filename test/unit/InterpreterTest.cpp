@@ -2,7 +2,8 @@
 //
 // Integer exactness at the API: Interpreter::run on i64 tensors beyond 2^53
 // (held as int64, not as doubles), and compareResults telling apart two i64
-// results that the nearest doubles would call equal.
+// results that the nearest doubles would call equal; Float32Evaluation's
+// float64 runs and EquivalenceCheck's second opinion on a reordered sum.
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
@@ -60,4 +61,73 @@ TEST_CASE("interpreter: compareResults compares i64 exactly", "[exec]") {
   CHECK(compareResults({x}, {x}).empty());
   CHECK(compareResults({x}, {y}) ==
         "result 0 element 0 was 9007199254740993 and is now 9007199254740992");
+}
+
+static TensorData f32Tensor(std::vector<double> values) {
+  TensorData data(DType::f32, {int64_t(values.size())});
+  for (size_t i = 0; i < values.size(); ++i)
+    data.set(int64_t(i), values[i]);
+  return data;
+}
+
+// 1e8 + 1 rounds back to 1e8 in f32 (its ulp there is 8), so the in-order
+// sum of [1e8, 1, -1e8] is 0 and the sum taken as (1e8 - 1e8) + 1 is 1; in
+// float64 both are 1.
+static const char *const kCancellingSums = R"(
+func @main(%x: f32[3]) -> f32[] {
+  %s = sum(%x)
+  return %s
+}
+
+func @reordered(%x: f32[3]) -> f32[] {
+  %a = strided_slice(%x) {axes = [0], begin = [0], end = [1], strides = [1]}
+  %b = strided_slice(%x) {axes = [0], begin = [1], end = [2], strides = [1]}
+  %c = strided_slice(%x) {axes = [0], begin = [2], end = [3], strides = [1]}
+  %ac = add(%a, %c)
+  %acb = add(%ac, %b)
+  %s = sum(%acb)
+  return %s
+}
+)";
+
+TEST_CASE("interpreter: Float32Evaluation::Float64 carries f32 values as doubles", "[exec]") {
+  test::Parsed parsed(kCancellingSums);
+  REQUIRE(parsed.firstError().empty());
+  std::vector<TensorData> outputs;
+  std::string error;
+  TensorData x = f32Tensor({1e8, 1, -1e8});
+  REQUIRE(Interpreter(*parsed.module).run("main", {x}, outputs, error));
+  CHECK(outputs[0].get(0) == 0);
+  REQUIRE(Interpreter(*parsed.module, Float32Evaluation::Float64).run("main", {x}, outputs, error));
+  CHECK(outputs[0].get(0) == 1);
+  // The float64 run leaves the next rounded run rounded, as a failed one does.
+  REQUIRE(Interpreter(*parsed.module).run("main", {x}, outputs, error));
+  CHECK(outputs[0].get(0) == 0);
+  REQUIRE(Interpreter(*parsed.module).run("reordered", {x}, outputs, error));
+  CHECK(outputs[0].get(0) == 1);
+}
+
+TEST_CASE("interpreter: EquivalenceCheck accepts a reordered sum and no other change", "[exec]") {
+  test::Parsed reference(kCancellingSums);
+  REQUIRE(reference.firstError().empty());
+  EquivalenceCheck check;
+  std::string difference, error;
+  REQUIRE(check.setReference(*reference.module, "main", {f32Tensor({1e8, 1, -1e8})}, error));
+  CHECK(check.getReference()[0].get(0) == 0);
+  // The same function, summed in another order: 1 in f32, 1 in float64.
+  std::string reordered = kCancellingSums;
+  reordered.replace(reordered.find("@main"), 5, "@unused");
+  reordered.replace(reordered.find("@reordered"), 10, "@main");
+  test::Parsed transformed(reordered);
+  REQUIRE(transformed.firstError().empty());
+  REQUIRE(check.check(*transformed.module, difference, error));
+  CHECK(difference.empty());
+  // Another function: 2 in f32 and in float64.
+  std::string changed = reordered;
+  changed.replace(changed.find("%s = sum(%acb)"), 14, "%one = add(%acb, 1.0)\n  %s = sum(%one)");
+  test::Parsed wrong(changed);
+  REQUIRE(wrong.firstError().empty());
+  REQUIRE(check.check(*wrong.module, difference, error));
+  CHECK(difference == "result 0 element 0 was 0 and is now 2; with f32 evaluated in "
+                      "float64, result 0 element 0 was 1 and is now 2");
 }

@@ -5,8 +5,8 @@
 // tuples, `call_kernel` with multi-stage kernels. Every stage is executed
 // as written: each element of its domain is computed, reductions combine in
 // their accumulation dtype, f16/bf16/f32 values are rounded to their dtype
-// after every operation. Counters record exactly what ran: kernel launches,
-// bytes loaded from and stored to global buffers (a kernel's inputs and
+// after every operation (f32 not in a Float32Evaluation::Float64 run). Counters record exactly what
+// ran: kernel launches, bytes loaded from and stored to global buffers (a kernel's inputs and
 // outputs; internal buffers are not in device memory) and evaluations per
 // operation.
 //
@@ -47,9 +47,22 @@ struct RtValue {
   bool isTuple() const { return !tensor; }
 };
 
+/// How an Interpreter evaluates f32 values.
+enum class Float32Evaluation {
+  /// Rounded to f32 after every operation: the program's semantics.
+  Rounded,
+  /// Carried as doubles: the program with its f32 arithmetic in float64
+  /// (f16 and bf16 still rounded). A second opinion when two evaluation
+  /// orders of a sum that cancels disagree in f32 (an in-order sum against a
+  /// tree, as a pass or a GPU reorders it): in float64 they agree unless the
+  /// programs differ. One such run at a time per process.
+  Float64,
+};
+
 class Interpreter {
 public:
-  explicit Interpreter(const Module &module);
+  explicit Interpreter(const Module &module,
+                       Float32Evaluation float32 = Float32Evaluation::Rounded);
   ~Interpreter();
 
   /// Runs `entry` on `inputs` (one per tensor parameter; a tuple parameter
@@ -64,6 +77,7 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl;
   Counters counters;
+  Float32Evaluation float32;
 };
 
 /// The tensors a call of `function` takes, with their names: its
@@ -116,6 +130,30 @@ struct CompareOptions {
 std::string compareResults(const std::vector<TensorData> &expected,
                            const std::vector<TensorData> &actual,
                            const CompareOptions &options = {});
+
+/// Checks that transformed forms of a module compute what it does, on fixed
+/// inputs (--check-each, the pipeline fuzzer). A form agrees when its
+/// results match the module's within compareResults' tolerance, or, failing
+/// that, when they match with f32 evaluated in float64 on both sides
+/// (Float32Evaluation::Float64): a pass that reorders a sum that cancels
+/// changes the f32 results and computes the same function.
+class EquivalenceCheck {
+public:
+  /// Runs `entry` of the original `module` on `inputs` both ways; false,
+  /// with `error` set, when it cannot run.
+  bool setReference(const Module &module, llvm::StringRef entry, std::vector<TensorData> inputs,
+                    std::string &error);
+  /// The reference's f32 results.
+  const std::vector<TensorData> &getReference() const { return reference; }
+  /// Runs `entry` of `module`: false, with `error` set, when it cannot run;
+  /// else `difference` is "" when it agrees, or says where it does not (in
+  /// f32, then in float64).
+  bool check(const Module &module, std::string &difference, std::string &error) const;
+
+private:
+  std::string entry;
+  std::vector<TensorData> inputs, reference, float64Reference;
+};
 
 /// How many threads run a large stage's points or a lowered launch's
 /// blocks (0, the default: one per core; 1: the calling thread alone).

@@ -9,7 +9,8 @@
 // estimates it cheapest:
 //   - inline (TVM's choice): S is recomputed at every output element;
 //   - compute_at(output, block), for a row broadcast S[i0, .., ik-1, 0, ..,
-//     0] (any of i0..ik-1 may be 0 on a dim of size 1, `%s[0, c, 0, 0]`)
+//     0] or S[i0, .., ik-1] (any of i0..ik-1 may be 0 on a dim of size 1,
+//     `%s[0, c, 0, 0]`)
 //     over rows of at least a warp's 32 elements: the output is mapped one
 //     block per row (`rows`, inner = r - k) and each block evaluates S once
 //     for its row, into shared memory — one launch, no round trip;
@@ -117,9 +118,10 @@ static void findBroadcastLoads(const Kernel &kernel, const KExpr &expr, const KS
     broadcast &= !vars.empty() && (zeros > 0 || expr.args.size() < rank);
     // Rows: every variable at its own position, so each row of the output's
     // first k dims reads one row of S (k: past the last variable); the dims
-    // before k may still be broadcast (`%s[0, c, 0, 0]`).
+    // before k may still be broadcast (`%s[0, c, 0, 0]`), and S may lack the
+    // output's last dims (`%s[i0]` in `[i0, i1]`, an expand_dims inlined).
     size_t k = 0;
-    bool positional = broadcast && expr.args.size() == rank;
+    bool positional = broadcast;
     for (size_t d = 0; positional && d < expr.args.size(); ++d) {
       std::string var = asRootVar(*expr.args[d]);
       if (var.empty())
@@ -127,7 +129,7 @@ static void findBroadcastLoads(const Kernel &kernel, const KExpr &expr, const KS
       positional = var == root.spatialVars[d];
       k = d + 1;
     }
-    bool rows = positional && k < expr.args.size();
+    bool rows = positional && k < rank;
     // Columns: the load's last m indices are the output's last m variables
     // in order, every index before them a 0.
     size_t m = vars.size(), offset = rank - expr.args.size();

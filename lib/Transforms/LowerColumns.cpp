@@ -8,15 +8,20 @@
 //   1. Coordinates: the column index (b * threads + tx) * vector (+ lane),
 //      the row index rowBlock * rows + r, both split back into the stage's
 //      dims.
-//   2. Before the walk: every element of a thread-level stage that the
+//   2. A block-level stage (a row broadcast: one element per row, `%s[i, 0]`
+//      or `%s[i]` in `[i, j]`) is computed for the block's `rows` rows into
+//      shared memory, a thread per row, before a barrier; the walk reads
+//      its row's element (sharedRowOf). A row chain is so evaluated once
+//      per block of columns, beside a column chain at thread level.
+//   3. Before the walk: every element of a thread-level stage that the
 //      stage reads at indices the walk does not move (a column broadcast,
 //      `%s[0, j]` or `%s[j]`) is computed once into a register, one per
 //      lane (hoistedThreadValues, which lowerValue then reads). This is
 //      what makes the mapping worth having: a chain broadcast over the rows
 //      is evaluated once per `rows` rows instead of at every element.
-//   3. The walk: an unrolled loop over the rows (a guard when the rows are
+//   4. The walk: an unrolled loop over the rows (a guard when the rows are
 //      not a static multiple of `rows`), the stage's value per lane inside.
-//   4. A guard on the column index unless the columns are a static
+//   5. A guard on the column index unless the columns are a static
 //      multiple of a block's.
 //
 //===----------------------------------------------------------------------===//
@@ -44,6 +49,74 @@ static void indexLocalsByLane(std::vector<LStmt> &stmts, KExprPtr &value,
   }
   if (value)
     value = rewrite(value);
+}
+
+bool KernelLowering::emitColumnsBlockStages(const KStage &root,
+                                            const std::vector<KExprPtr> &rowExtents,
+                                            const KExprPtr &rowBlock, int64_t walk,
+                                            const std::string &rowVar) {
+  size_t rowRank = rowExtents.size();
+  KExprPtr rowTotal = product(rowExtents);
+  const Shape &rootShape = kernel.findBuffer(root.buffer)->type.getShape();
+  for (const KStage &stage : stages) {
+    const StageSchedule &entry = scheduleOf(stage.buffer);
+    if (entry.placement != StageSchedule::ComputeAt || entry.level != StageSchedule::Block ||
+        rootOf(stage.buffer) != root.buffer)
+      continue;
+    if (stage.isReduction())
+      return error(entry.loc, "'%" + stage.buffer +
+                                  "' is a reduction: under a columns mapping "
+                                  "only a spatial stage is computed at the "
+                                  "block (a rows mapping reduces rows)");
+    // One element per row of the block's walk: the stage spans the root's
+    // row dims (or is 1 on them) and is 1 on the rest.
+    const Shape &shape = kernel.findBuffer(stage.buffer)->type.getShape();
+    bool rowsOnly = shape.size() >= rowRank;
+    for (size_t d = 0; rowsOnly && d < shape.size(); ++d)
+      rowsOnly = shape[d].isOne() || (d < rowRank && shape[d] == rootShape[d]);
+    if (!rowsOnly)
+      return error(entry.loc, "'%" + stage.buffer + "' does not have the rows of '%" + root.buffer +
+                                  "' (" + std::to_string(rowRank) +
+                                  " leading dims) and size 1 on its other dims, so its columns "
+                                  "mapping cannot compute it at the block");
+    std::string shared = addBuffer(stage.buffer + "_shared", KBuffer::Shared,
+                                   kernel.findBuffer(stage.buffer)->type.getDType(), walk);
+    // Threads stride over the walk's rows; row e of the block is row
+    // rowBlock * walk + e of the root.
+    int64_t threads = launch->threads;
+    std::string step = freshVar("it");
+    int64_t steps = (walk + threads - 1) / threads;
+    KExprPtr element = KExpr::var(launch->threadVar);
+    if (steps > 1)
+      element = add(mul(KExpr::var(step), cnst(threads)), element);
+    KExprPtr row = add(mul(rowBlock, cnst(walk)), element);
+    std::vector<KExprPtr> rowCoords = coordinatesOf(row, rowExtents);
+    std::map<std::string, KExprPtr> bindings;
+    for (size_t d = 0; d < shape.size(); ++d)
+      bindings[stage.spatialVars[d]] = d < rowRank && !shape[d].isOne() ? rowCoords[d] : cnst(0);
+    bool ok = true;
+    std::vector<LStmt> body;
+    KExprPtr value = lowerValue(stage, bindings, body, ok);
+    if (!ok)
+      return false;
+    body.push_back(store(shared, {element}, value));
+    bool rowsExact = rowTotal->kind == KExpr::IntConst && rowTotal->intValue % walk == 0;
+    KExprPtr guard = walk % threads == 0 ? nullptr : lt(element, cnst(walk));
+    if (!rowsExact)
+      guard = guard ? KExpr::binary(KExpr::And, guard, lt(row, rowTotal)) : lt(row, rowTotal);
+    body = guarded(guard, std::move(body));
+    if (steps > 1) {
+      std::vector<LStmt> looped;
+      looped.push_back(loop(LStmt::Serial, step, cnst(steps), std::move(body)));
+      body = std::move(looped);
+    }
+    launch->body.push_back(blockStmt(LStmt::Parallel, std::move(body)));
+    launch->body.push_back(blockStmt(LStmt::Barrier));
+    sharedOf[stage.buffer] = shared;
+    rowRankOf[stage.buffer] = int64_t(rowRank);
+    sharedRowOf[stage.buffer] = walk > 1 ? KExpr::var(rowVar) : cnst(0);
+  }
+  return true;
 }
 
 bool KernelLowering::emitColumns(const KStage &root, const StageMapping &mapping) {
@@ -82,7 +155,10 @@ bool KernelLowering::emitColumns(const KStage &root, const StageMapping &mapping
   for (size_t d = 0; d < coords.size(); ++d)
     bindings[root.spatialVars[d]] = coords[d];
   bool ok = true;
-  // 2. Thread-level elements the walk does not move, computed once. The
+  // 2. Block-level stages.
+  if (!emitColumnsBlockStages(root, rowExtents, rowBlock, walk, rowVar))
+    return false;
+  // 3. Thread-level elements the walk does not move, computed once. The
   // loads are found as lowerValue will see them: bindings substituted.
   std::vector<LStmt> hoisted;
   hoistedThreadValues.clear();
@@ -124,7 +200,7 @@ bool KernelLowering::emitColumns(const KStage &root, const StageMapping &mapping
       return KExprPtr();
     });
   }
-  // 3. The walk.
+  // 4. The walk.
   std::vector<LStmt> body;
   KExprPtr value = lowerValue(root, bindings, body, ok, /*hoist=*/vector == 1);
   hoistedThreadValues.clear();
@@ -145,7 +221,7 @@ bool KernelLowering::emitColumns(const KStage &root, const StageMapping &mapping
     rows.push_back(loop(LStmt::Unroll, rowVar, cnst(walk), std::move(body)));
     body = std::move(rows);
   }
-  // 4. The column guard.
+  // 5. The column guard.
   bool columnsExact =
       columnTotal->kind == KExpr::IntConst && columnTotal->intValue % (threads * vector) == 0;
   launch->body.push_back(

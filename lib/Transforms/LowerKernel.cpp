@@ -120,7 +120,8 @@ KExprPtr KernelLowering::lowerValue(const KStage &stage,
       }
     }
     std::vector<KExprPtr> extents = extentsOf(load.name);
-    KExprPtr linear = cnst(0);
+    auto walkRow = sharedRowOf.find(load.name);
+    KExprPtr linear = walkRow == sharedRowOf.end() ? cnst(0) : walkRow->second;
     for (size_t d = rows; d < indices.size(); ++d)
       linear = add(mul(linear, extents[d]), indices[d]);
     return KExpr::load(shared->second, {linear}, load.dtype);
@@ -210,6 +211,7 @@ bool KernelLowering::lowerRoot(const KStage &root) {
   launch->threadVar = freshVar("tx");
   sharedOf.clear();
   rowRankOf.clear();
+  sharedRowOf.clear();
   const StageMapping &mapping = scheduleOf(root.buffer).mapping;
   switch (mapping.kind) {
   case StageMapping::Flat: return emitFlat(root, mapping);
@@ -272,14 +274,14 @@ bool KernelLowering::run() {
   // A block-level stage needs its root's blocks to own rows.
   for (const KStage &stage : stages) {
     const StageSchedule &entry = scheduleOf(stage.buffer);
+    StageMapping::Kind rootKind = scheduleOf(rootOf(stage.buffer)).mapping.kind;
     if (entry.placement == StageSchedule::ComputeAt && entry.level == StageSchedule::Block &&
-        scheduleOf(rootOf(stage.buffer)).mapping.kind != StageMapping::Rows)
+        rootKind != StageMapping::Rows && rootKind != StageMapping::Columns)
       return error(entry.loc, "compute_at(%" + entry.consumer + ", block) needs '%" +
                                   rootOf(stage.buffer) +
-                                  "' to have a rows mapping, whose blocks own rows; the blocks "
-                                  "of its " +
-                                  mappingKindName(scheduleOf(rootOf(stage.buffer)).mapping.kind) +
-                                  " mapping do not");
+                                  "' to have a rows or columns mapping, whose blocks own rows; "
+                                  "the blocks of its " +
+                                  mappingKindName(rootKind) + " mapping do not");
   }
   // 3. One launch per root stage.
   for (const KStage &stage : stages)

@@ -247,6 +247,10 @@ public: // the mappings live in several files
   /// A spatial stage whose threads each walk rows of their columns
   /// (LowerColumns.cpp).
   bool emitColumns(const KStage &root, const StageMapping &mapping);
+  /// The columns mapping's block-level stages (one element per row of the
+  /// block's walk), each into shared memory before a barrier.
+  bool emitColumnsBlockStages(const KStage &root, const std::vector<KExprPtr> &rowExtents,
+                              const KExprPtr &rowBlock, int64_t walk, const std::string &rowVar);
   /// A contraction tiled through shared memory (LowerTiles.cpp).
   bool emitTiles(const KStage &root, const StageMapping &mapping);
   /// The block-level statements of one K step on tensor cores: fragments
@@ -293,6 +297,10 @@ public: // the mappings live in several files
   std::set<std::string> usedVars, usedBuffers;
   std::map<std::string, std::string> sharedOf; // block-level stage -> shared buffer
   std::map<std::string, int64_t> rowRankOf;    // block-level stage -> rows it shares
+  /// A columns mapping's block-level stage -> the walk's row within the
+  /// block, whose element of the shared copy a load reads (a rows mapping's
+  /// block has one row: none).
+  std::map<std::string, KExprPtr> sharedRowOf;
   /// Thread-level elements a columns mapping computed before its walk
   /// (threadStageKey -> the load of their local), which lowerValue reads.
   std::map<std::string, KExprPtr> hoistedThreadValues;

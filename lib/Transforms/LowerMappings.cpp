@@ -32,7 +32,6 @@ bool KernelLowering::checkVectorWidth(const KStage &stage, int64_t vector) {
 }
 
 bool KernelLowering::emitFlat(const KStage &stage, const StageMapping &mapping) {
-  const StageSchedule &entry = scheduleOf(stage.buffer);
   std::vector<KExprPtr> extents = extentsOf(stage.buffer);
   int64_t threads = mapping.threads, vector = mapping.vector;
   if (!checkVectorWidth(stage, vector))

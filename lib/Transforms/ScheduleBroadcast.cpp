@@ -26,11 +26,17 @@
 // Algorithm:
 //   1. Find the candidates in the output's body and in the bodies of the
 //      stages it reads at its own index (an epilogue after the broadcast
-//      add); the compute_at ones must agree on one mapping (one rows or
-//      columns mapping serves them all; the first chosen decides).
+//      add).
 //   2. For each, estimate the three placements (S's work counts the stages
-//      inlined into it) and keep the cheapest.
-//   3. Rewrite the schedule entries; report each decision with its costs
+//      inlined into it) under the mapping its compute_at needs, and a row
+//      broadcast's compute_at also in the blocks of a columns mapping (each
+//      block computes it for the rows it walks) when a column broadcast
+//      wants one.
+//   3. One mapping serves the output: try each that a candidate needs, and
+//      none; under each, every candidate takes its cheapest placement that
+//      the mapping allows; keep the mapping with the least total (a row and
+//      a column chain into one output: columns, both computed at it).
+//   4. Rewrite the schedule entries; report each decision with its costs
 //      (--remarks, the fusion report's `decisions`).
 //
 //===----------------------------------------------------------------------===//
@@ -40,6 +46,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 using namespace fusec;
@@ -59,6 +66,27 @@ struct ComputeAtMapping {
 struct Candidate {
   const KStage *stage = nullptr;
   ComputeAtMapping computeAt; // Flat: neither a row nor a column broadcast
+};
+
+/// A candidate's placement estimates.
+struct Estimate {
+  const Candidate *candidate = nullptr;
+  PlacementCost own; // under the mapping its compute_at needs
+  /// A row broadcast's, computed in the blocks of a columns mapping over
+  /// the same inner dims (for the rows each block walks).
+  std::optional<PlacementCost> underColumns;
+  std::string noComputeAt = "not a row or column broadcast";
+
+  /// The estimate when the output has `mapping`: compute_at only where that
+  /// mapping serves it, else the cheaper of inlining and materializing.
+  PlacementCost under(const ComputeAtMapping &mapping) const {
+    bool inColumns = underColumns && mapping.kind == StageMapping::Columns &&
+                     mapping.inner == candidate->computeAt.inner;
+    PlacementCost cost = inColumns ? *underColumns : own;
+    if (!inColumns && !(mapping == candidate->computeAt) && cost.choice == "compute_at")
+      cost.choice = cost.materializeUs < cost.inlineUs ? "materialize" : "inline";
+    return cost;
+  }
 };
 
 /// Rows each thread of a columns mapping walks: a chain broadcast over the
@@ -213,48 +241,92 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
   }
   StageSchedule *rootEntry = schedule.find(root->buffer);
   llvm::ArrayRef<Dim> rootShape = rootType.getShape();
-  ComputeAtMapping chosen; // the mapping the compute_at candidates share
-  std::string chosenFor;   // the candidate whose compute_at chose it
+  // 2. Each candidate's estimates: under its own mapping, and, for a row
+  // broadcast, under a columns mapping over the same inner dims (its block
+  // computes the chain for the rows it walks), which a column broadcast
+  // into the same output may want.
+  std::vector<Estimate> estimates;
   for (const Candidate &candidate : candidates) {
     const KBuffer *buffer = kernel.findBuffer(candidate.stage->buffer);
+    Estimate estimate;
+    estimate.candidate = &candidate;
     int64_t producerElements = estimatedNumElements(buffer->type);
     if (producerElements <= 0)
       continue;
+    auto estimateWith = [&](ComputeAtBlocks blocks) {
+      return estimatePlacement(*candidate.stage, producerElements,
+                               producerElements * dtypeBytes(buffer->type.getDType()), rootElements,
+                               rootBytes, blocks, *cost.target, inlined);
+    };
     // The blocks of the mapping compute_at would use; none: compute_at
     // cannot serve a broadcast that is neither a row nor a column one, nor
     // rows or columns shorter than a warp (most threads would idle).
-    std::string noComputeAt = "not a row or column broadcast";
     ComputeAtBlocks blocks;
     const ComputeAtMapping &mapping = candidate.computeAt;
     llvm::ArrayRef<Dim> innerDims = rootShape.take_back(mapping.inner);
     int64_t innerElements = estimatedProduct(innerDims);
+    int64_t rows = estimatedProduct(rootShape.drop_back(mapping.inner));
     if (mapping.kind != StageMapping::Flat && !hasSymbolicDims(innerDims) && innerElements < 32) {
-      noComputeAt = (mapping.kind == StageMapping::Rows ? "rows of " : "columns of ") +
-                    std::to_string(innerElements) + " elements, under a warp";
+      estimate.noComputeAt = (mapping.kind == StageMapping::Rows ? "rows of " : "columns of ") +
+                             std::to_string(innerElements) + " elements, under a warp";
     } else if (mapping.kind == StageMapping::Rows) {
-      int64_t rows = estimatedProduct(rootShape.drop_back(mapping.inner));
       blocks = {rows, std::max<int64_t>(1, producerElements / rows)};
+      if (llvm::any_of(candidates, [&](const Candidate &other) {
+            return other.computeAt == ComputeAtMapping{StageMapping::Columns, mapping.inner};
+          })) {
+        ColumnsPlan plan = planColumns(kernel, *root, mapping.inner, *cost.target);
+        estimate.underColumns =
+            estimateWith({plan.blocks, plan.rows * std::max<int64_t>(1, producerElements / rows)});
+      }
     } else if (mapping.kind == StageMapping::Columns) {
       ColumnsPlan plan = planColumns(kernel, *root, mapping.inner, *cost.target);
       blocks = {plan.blocks, plan.threads * plan.vector};
     }
-    PlacementCost estimate = estimatePlacement(
-        *candidate.stage, producerElements,
-        producerElements * dtypeBytes(buffer->type.getDType()), rootElements, rootBytes, blocks,
-        *cost.target, inlined);
+    estimate.own = estimateWith(blocks);
+    estimates.push_back(std::move(estimate));
+  }
+  // 3. The output's mapping: the one whose compute_at stages and the
+  // others' best placements add up cheapest (none: inline or materialize
+  // every candidate). The first candidates' mappings win ties.
+  std::vector<ComputeAtMapping> options;
+  for (const Estimate &estimate : estimates)
+    if (estimate.own.computeAtPossible &&
+        llvm::find(options, estimate.candidate->computeAt) == options.end())
+      options.push_back(estimate.candidate->computeAt);
+  options.push_back(ComputeAtMapping());
+  ComputeAtMapping chosen = options.back();
+  double cheapest = 0;
+  for (size_t o = 0; o < options.size(); ++o) {
+    double total = 0;
+    for (const Estimate &estimate : estimates)
+      total += estimate.under(options[o]).chosenUs();
+    if (o == 0 || total < cheapest)
+      cheapest = total, chosen = options[o];
+  }
+  // 4. Rewrite the entries; explain each decision with its alternatives.
+  std::string chosenFor; // the first candidate whose compute_at needs `chosen`
+  for (const Estimate &estimate : estimates)
+    if (chosenFor.empty() && estimate.candidate->computeAt == chosen &&
+        estimate.under(chosen).choice == "compute_at")
+      chosenFor = "%" + estimate.candidate->stage->buffer;
+  for (const Estimate &candidateEstimate : estimates) {
+    const Candidate &candidate = *candidateEstimate.candidate;
+    const ComputeAtMapping &mapping = candidate.computeAt;
+    bool blockOfColumns =
+        chosen.kind == StageMapping::Columns && mapping.kind == StageMapping::Rows;
+    PlacementCost estimate = candidateEstimate.under(chosen);
     std::string conflict;
-    if (estimate.choice == "compute_at" && chosen.kind != StageMapping::Flat &&
-        !(chosen == mapping)) {
-      estimate.choice = estimate.materializeUs < estimate.inlineUs ? "materialize" : "inline";
+    if (candidateEstimate.own.choice == "compute_at" && estimate.choice != "compute_at" &&
+        !blockOfColumns && !(chosen == mapping))
       conflict = "; compute_at needs a " + mappingKindName(mapping.kind).str() +
                  " mapping with inner = " + std::to_string(mapping.inner) +
                  ", and the output's is " + mappingKindName(chosen.kind).str() +
                  " with inner = " + std::to_string(chosen.inner) + ", for " + chosenFor;
-    }
+    if (blockOfColumns && estimate.computeAtPossible)
+      conflict = "; compute_at in the blocks of the columns mapping that " + chosenFor +
+                 " needs, each for the rows it walks";
     StageSchedule *entry = schedule.find(candidate.stage->buffer);
     if (estimate.choice == "compute_at") {
-      chosen = mapping;
-      chosenFor = "%" + candidate.stage->buffer;
       entry->placement = StageSchedule::ComputeAt;
       entry->consumer = root->buffer;
       entry->level =
@@ -265,7 +337,7 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
       entry->mapping.threads = kFlatThreads;
       entry->mapping.vector = chooseVectorWidth(kernel, *candidate.stage);
     }
-    // Explain the decision with every alternative's estimate.
+    std::string noComputeAt = candidateEstimate.noComputeAt;
     std::string producer = "%" + candidate.stage->buffer, consumer = "%" + root->buffer;
     std::string reason;
     llvm::raw_string_ostream os(reason);
@@ -275,9 +347,7 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
       os << " (symbolic dims counted as " << kSymbolicDimEstimate << ")";
     os << conflict;
     os.flush();
-    double chosen = estimate.choice == "inline"       ? estimate.inlineUs
-                    : estimate.choice == "compute_at" ? estimate.computeAtUs
-                                                      : estimate.materializeUs;
+    double chosenUs = estimate.chosenUs();
     if (PassContext *pass = cost.pass) {
       if (pass->remarks)
         *pass->remarks << "remark: schedule: @" << kernel.name << ": " << producer << " -> "
@@ -295,7 +365,7 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
         if (estimate.computeAtPossible)
           costs.push_back({"compute_at_us", estimate.computeAtUs});
         costs.push_back({"materialize_us", estimate.materializeUs});
-        costs.push_back({"chosen_us", chosen});
+        costs.push_back({"chosen_us", chosenUs});
         pass->report->decisions.push_back({"schedule", kernel.name, estimate.choice, reason,
                                            {{"producer", producer}, {"consumer", consumer}},
                                            costs});

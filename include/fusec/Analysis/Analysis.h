@@ -209,6 +209,10 @@ struct PlacementCost {
   double materializeUs = 0;     // its own launch and a round trip through memory
   double rootUs = 0;            // the root's own memory traffic, common to all
   std::string choice;           // "inline", "compute_at" or "materialize"
+  /// The estimate of `choice`.
+  double chosenUs() const {
+    return choice == "inline" ? inlineUs : choice == "compute_at" ? computeAtUs : materializeUs;
+  }
 };
 PlacementCost estimatePlacement(const KStage &producer, int64_t producerElements,
                                 int64_t producerBytes, int64_t rootElements, int64_t rootBytes,

@@ -140,7 +140,8 @@ std::string compareResults(const std::vector<TensorData> &expected,
 class EquivalenceCheck {
 public:
   /// Runs `entry` of the original `module` on `inputs` both ways; false,
-  /// with `error` set, when it cannot run.
+  /// with `error` set, when it cannot run in f32 (a float64 run that fails
+  /// leaves no second opinion).
   bool setReference(const Module &module, llvm::StringRef entry, std::vector<TensorData> inputs,
                     std::string &error);
   /// The reference's f32 results.
@@ -153,6 +154,7 @@ public:
 private:
   std::string entry;
   std::vector<TensorData> inputs, reference, float64Reference;
+  bool hasFloat64Reference = false;
 };
 
 /// How many threads run a large stage's points or a lowered launch's

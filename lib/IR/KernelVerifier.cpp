@@ -12,7 +12,8 @@
 //      already written (or inputs) with one index per dimension, index
 //      positions integer-valued, operations known with matching operand
 //      dtypes, select conditions bool, the body in the stage's dtype;
-//   4. every output is written;
+//   4. every output is written, and no load reads outside its buffer at
+//      every point where it runs, certainly (KernelBounds.cpp);
 //   5. a schedule, when present, agrees with the stages (Schedule.cpp);
 //   6. a lowered kernel (no stages, launches instead): shared and local
 //      buffers have static shapes, block-level statements (parallel,
@@ -262,6 +263,10 @@ bool KernelVerifier::checkStage(const KStage &stage) {
                                 " but '%" + stage.buffer + "' " +
                                 (stage.isReduction() ? "accumulates in " : "holds ") +
                                 dtypeName(bodyDType));
+  llvm::SMLoc where;
+  std::string outOfBounds = findLoadOutOfBounds(kernel, stage, where);
+  if (!outOfBounds.empty())
+    return error(where, outOfBounds);
   written.insert(stage.buffer);
   return true;
 }

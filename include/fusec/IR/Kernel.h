@@ -383,6 +383,12 @@ enum class LaneAccess { Uniform, Contiguous, Gather };
 LaneAccess classifyLaneAccess(const std::vector<KExprPtr> &indices, const Type &bufferType,
                               llvm::StringRef lane, int64_t width);
 
+/// A load of `stage` that reads outside its buffer at some point of the
+/// stage's domain, certainly (an affine index over static extents, not in a
+/// select arm; KernelBounds.cpp): a message naming it, with `where` set to
+/// its location, or "" when none is found.
+std::string findLoadOutOfBounds(const Kernel &kernel, const KStage &stage, llvm::SMLoc &where);
+
 /// Checks a kernel: buffers unique, each stage writes an output or internal
 /// buffer with one variable per dimension, every load names a buffer with
 /// the right rank, variables are in scope, dtypes agree, every output is

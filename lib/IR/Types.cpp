@@ -312,6 +312,8 @@ std::string Attr::str() const {
 
 std::string fusec::checkLiteralForDType(const Attr &literal, DType dtype) {
   std::string name = dtypeName(dtype).str();
+  // As the user wrote it, when the parser kept that.
+  std::string written = literal.isNumber() && !literal.text.empty() ? literal.text : literal.str();
   std::string article = name == "i8" || name == "i32" || name == "i64" ? "an " : "a ";
   switch (literal.kind) {
   case Attr::Bool:
@@ -320,16 +322,16 @@ std::string fusec::checkLiteralForDType(const Attr &literal, DType dtype) {
     return "";
   case Attr::Float:
     if (!isFloatDType(dtype))
-      return "float literal '" + literal.str() + "' cannot be " + article + name;
+      return "float literal '" + written + "' cannot be " + article + name;
     if (!fitsDType(literal.floatValue, dtype))
-      return "float literal '" + literal.str() + "' overflows " + name;
+      return "float literal '" + written + "' overflows " + name;
     return "";
   case Attr::Int:
     if (dtype == DType::boolean && literal.intValue != 0 && literal.intValue != 1)
-      return "integer literal '" + literal.str() + "' cannot be a bool";
+      return "integer literal '" + written + "' cannot be a bool";
     if (dtype != DType::i64 &&
         !fitsDType(static_cast<double>(literal.intValue), dtype))
-      return "integer literal '" + literal.str() + "' overflows " + name;
+      return "integer literal '" + written + "' overflows " + name;
     return "";
   default:
     return "'" + literal.str() + "' is not a scalar literal";

@@ -181,6 +181,9 @@ bool Parser::parseLiteral(Attr &value) {
     return false;
   }
   value.loc = loc;
+  // Messages quote a number as it was written (`1e6`, not `1000000.0`).
+  if (value.isNumber())
+    value.text = token.spelling.str();
   consume();
   return true;
 }

@@ -103,11 +103,13 @@ TEST_CASE("semantic errors after parsing", "[parser][diagnostics]") {
     CHECK(errorOf("func @f(%x: i32[4]) -> i32[4] {\n  %y = add(%x, 0.5)\n  return %y\n}\n") ==
           "2:15: float literal '0.5' cannot be an i32");
   }
-  SECTION("a float literal that overflows its dtype") {
+  SECTION("a float literal that overflows its dtype or cannot be one, quoted as written") {
     CHECK(errorOf("func @f(%x: f16[4]) -> f16[4] {\n  %y = multiply(%x, 70000.0)\n  return %y\n}\n") ==
           "2:20: float literal '70000.0' overflows f16");
+    CHECK(errorOf("func @f(%x: i8[4]) -> i8[4] {\n  %y = add(%x, 3e2)\n  return %y\n}\n") ==
+          "2:15: float literal '3e2' cannot be an i8");
     CHECK(errorOf("func @f() -> f32[] {\n  %c = constant 1e39 : f32[]\n  return %c\n}\n") ==
-          "2:16: float literal '1e+39' overflows f32");
+          "2:16: float literal '1e39' overflows f32"); // as written
   }
   SECTION("a constant needs its type") {
     CHECK(errorOf("func @f() -> f32[] {\n  %c = constant 1.0\n  return %c\n}\n") ==

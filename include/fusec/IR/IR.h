@@ -135,7 +135,7 @@ struct Attr {
   int64_t intValue = 0;
   double floatValue = 0;
   bool boolValue = false;
-  std::string text; // String and Ident
+  std::string text; // String and Ident; a parsed number's spelling (messages only)
   std::vector<Attr> list;
   llvm::SMLoc loc;
 

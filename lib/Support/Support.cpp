@@ -369,6 +369,12 @@ void fusec::exitOnOutOfMemory(const char *toolName) {
 }
 
 static const char *stdoutTool = "fusec";
+static int returnedStatus = 0;
+
+int fusec::exitStatus(int status) {
+  returnedStatus = status;
+  return status;
+}
 
 static void checkStdoutAtExit() {
   llvm::raw_fd_ostream &out = llvm::outs();
@@ -382,10 +388,11 @@ static void checkStdoutAtExit() {
     _exit(1);
   }
   // A diagnostic that could not be written (`2>/dev/full`, a closed
-  // stderr) cannot be reported either; the exit status says it failed.
+  // stderr) cannot be reported either; the exit status says it failed,
+  // and why when the program said (2: usage, 3: internal).
   if (llvm::errs().has_error()) {
     llvm::errs().clear_error();
-    _exit(1);
+    _exit(returnedStatus != 0 ? returnedStatus : 1);
   }
 }
 

@@ -15,5 +15,5 @@ int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv, /*InstallPipeSignalExitHandler=*/false);
   fusec::exitOnOutOfMemory("fusec-run");
   fusec::exitCleanlyOnStdoutError("fusec-run");
-  return fusec::runMain(argc, argv);
+  return fusec::exitStatus(fusec::runMain(argc, argv));
 }

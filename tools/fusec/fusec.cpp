@@ -18,5 +18,5 @@ int main(int argc, char **argv) {
   fusec::exitOnOutOfMemory("fusec");
   fusec::exitCleanlyOnStdoutError("fusec");
   fusec::registerAllPasses();
-  return fusec::driverMain(argc, argv);
+  return fusec::exitStatus(fusec::driverMain(argc, argv));
 }

@@ -143,8 +143,12 @@ void exitOnOutOfMemory(const char *toolName);
 /// disk) print `<tool>: error: cannot write to stdout: REASON` and exit
 /// with 1 when the program ends, instead of LLVM's abort in outs()'s
 /// destructor; this covers cl's --help, which exits on its own. A failed
-/// write to stderr exits with 1 too (nothing can be printed).
+/// write to stderr exits with 1 too (nothing can be printed), or with the
+/// status given to exitStatus when that is not 0 (a usage error stays 2).
 void exitCleanlyOnStdoutError(const char *toolName);
+/// Records the status `main` returns, for exitCleanlyOnStdoutError's check
+/// at exit; returns it.
+int exitStatus(int status);
 
 /// Makes SIGPIPE exit with 1. Call it before llvm::InitLLVM, and construct
 /// that with InstallPipeSignalExitHandler = false.

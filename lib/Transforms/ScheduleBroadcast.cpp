@@ -8,21 +8,19 @@
 // [rows, cols]) is placed where the cost model (lib/Analysis/CostModel.cpp)
 // estimates it cheapest:
 //   - inline (TVM's choice): S is recomputed at every output element;
-//   - compute_at(output, block), for a row broadcast S[i0, .., ik-1, 0, ..,
-//     0] or S[i0, .., ik-1] (any of i0..ik-1 may be 0 on a dim of size 1,
-//     `%s[0, c, 0, 0]`)
-//     over rows of at least a warp's 32 elements: the output is mapped one
-//     block per row (`rows`, inner = r - k) and each block evaluates S once
-//     for its row, into shared memory — one launch, no round trip;
+//   - compute_at(output, block), for a row broadcast S[i0, .., ik-1, 0, ..]
+//     or S[i0, .., ik-1] (any i may be 0 on a dim of size 1) over rows of at
+//     least a warp's 32 elements: one block per row (`rows`, inner = r - k)
+//     evaluates S once for its row, into shared memory (under a columns
+//     mapping, for the rows it walks);
 //   - compute_at(output, thread), for a column broadcast S[0, .., 0, ik,
 //     .., ir-1] or S[ik, .., ir-1] over at least a warp's 32 columns: the
 //     output is mapped `columns` (inner = r - k), each thread owning
 //     `vector` columns and walking kColumnWalk rows of them, and each
 //     thread evaluates S once for its columns, into registers;
 //   - materialize: S gets its own launch and a global buffer.
-// Symbolic dims (a dynamic batch) count as kSymbolicDimEstimate in the
-// estimates, which the remark says; the reuse factor of a dim that the
-// output and S share does not depend on it.
+// Symbolic dims count as kSymbolicDimEstimate in the estimates (the
+// remark says so).
 // Algorithm:
 //   1. Find the candidates in the output's body and in the bodies of the
 //      stages it reads at its own index (an epilogue after the broadcast
@@ -72,9 +70,7 @@ struct Candidate {
 struct Estimate {
   const Candidate *candidate = nullptr;
   PlacementCost own; // under the mapping its compute_at needs
-  /// A row broadcast's, computed in the blocks of a columns mapping over
-  /// the same inner dims (for the rows each block walks).
-  std::optional<PlacementCost> underColumns;
+  std::optional<PlacementCost> underColumns; // a row broadcast's, in columns' blocks
   std::string noComputeAt = "not a row or column broadcast";
 
   /// The estimate when the output has `mapping`: compute_at only where that
@@ -258,9 +254,8 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
                                producerElements * dtypeBytes(buffer->type.getDType()), rootElements,
                                rootBytes, blocks, *cost.target, inlined);
     };
-    // The blocks of the mapping compute_at would use; none: compute_at
-    // cannot serve a broadcast that is neither a row nor a column one, nor
-    // rows or columns shorter than a warp (most threads would idle).
+    // The blocks compute_at would use; none for a broadcast neither row nor
+    // column, or rows or columns under a warp (most threads would idle).
     ComputeAtBlocks blocks;
     const ComputeAtMapping &mapping = candidate.computeAt;
     llvm::ArrayRef<Dim> innerDims = rootShape.take_back(mapping.inner);
@@ -304,16 +299,19 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
       cheapest = total, chosen = options[o];
   }
   // 4. Rewrite the entries; explain each decision with its alternatives.
-  std::string chosenFor; // the first candidate whose compute_at needs `chosen`
-  for (const Estimate &estimate : estimates)
-    if (chosenFor.empty() && estimate.candidate->computeAt == chosen &&
-        estimate.under(chosen).choice == "compute_at")
-      chosenFor = "%" + estimate.candidate->stage->buffer;
+  // The candidate the chosen mapping is for: the first whose compute_at
+  // needs it, else the first computed at it.
+  std::string chosenFor;
+  for (bool own : {true, false})
+    for (const Estimate &estimate : estimates)
+      if (chosenFor.empty() && (!own || estimate.candidate->computeAt == chosen) &&
+          estimate.under(chosen).choice == "compute_at")
+        chosenFor = "%" + estimate.candidate->stage->buffer;
   for (const Estimate &candidateEstimate : estimates) {
     const Candidate &candidate = *candidateEstimate.candidate;
     const ComputeAtMapping &mapping = candidate.computeAt;
-    bool blockOfColumns =
-        chosen.kind == StageMapping::Columns && mapping.kind == StageMapping::Rows;
+    bool blockOfColumns = candidateEstimate.underColumns && chosen.kind == StageMapping::Columns &&
+                          chosen.inner == mapping.inner;
     PlacementCost estimate = candidateEstimate.under(chosen);
     std::string conflict;
     if (candidateEstimate.own.choice == "compute_at" && estimate.choice != "compute_at" &&
@@ -322,9 +320,9 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
                  " mapping with inner = " + std::to_string(mapping.inner) +
                  ", and the output's is " + mappingKindName(chosen.kind).str() +
                  " with inner = " + std::to_string(chosen.inner) + ", for " + chosenFor;
-    if (blockOfColumns && estimate.computeAtPossible)
-      conflict = "; compute_at in the blocks of the columns mapping that " + chosenFor +
-                 " needs, each for the rows it walks";
+    if (blockOfColumns)
+      conflict = "; compute_at in the blocks of the output's columns mapping (for " + chosenFor +
+                 "), each for the rows it walks";
     StageSchedule *entry = schedule.find(candidate.stage->buffer);
     if (estimate.choice == "compute_at") {
       entry->placement = StageSchedule::ComputeAt;

@@ -125,10 +125,12 @@ bool KernelVerifier::checkIndex(const KExpr &e, llvm::SMLoc loc) {
       return error(loc, "an index must be an integer, but %" + e.name +
                             " holds " + dtypeName(e.dtype));
     return checkValue(e, loc);
+  case KExpr::Literal:
   case KExpr::Call:
   case KExpr::Cast:
     // An integer value computed from loads (a gather's index that a fused
-    // producer computes, inlined by `lower`) is an index too.
+    // producer computes, inlined by `lower`; a constant index stage) is an
+    // index too.
     if (!isIntDType(e.dtype))
       return error(loc, "an index must be an integer, but '" + printExpr(e) + "' is " +
                             dtypeName(e.dtype).str());

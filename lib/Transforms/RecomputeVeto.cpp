@@ -19,7 +19,9 @@
 //      is the sum of the chain kernels' expression work;
 //   3. estimateRecompute: the chain re-evaluated `factor` times per element
 //      against one launch plus a write and a read of p; when separate is
-//      cheaper, the chain becomes a group of its own (representative p).
+//      cheaper, the chain becomes a group of its own (representative p),
+//      unless a member that stays feeds the chain (a cycle: the remark
+//      says so).
 // Every factor > 1 decision is a remark (with both estimates) and a report
 // decision; a refusal's remark is fuse-ops' own for the cut edge. Symbolic
 // dims count as kSymbolicDimEstimate (the reason says so); the factor of a
@@ -111,23 +113,37 @@ std::set<int> fusec::vetoRecomputation(const Module &module, const Function &fun
           }
         }
       }
+      // The group is convex (TVM's fusion keeps every path between members
+      // inside), so the chain can leave only if no member that stays feeds
+      // it: one that does would be computed before and after the chain's
+      // kernel (a norm's sqrt between its mean and its divide).
+      std::string stayingProducer;
+      for (int q : members)
+        if (stayingProducer.empty() && partition.group[q] == group && !chain.count(q))
+          for (const FusionGraph::Edge &edge : graph.nodes[q].outputs)
+            if (chain.count(edge.consumer) && graph.nodes[q].value)
+              stayingProducer = "%" + graph.nodes[q].value->name;
       double work = 0;
       for (int q : chain)
         work += kernelWork(module, *graph.nodes[q].binding, target);
       // Step 3: the estimates.
       int64_t bytes = *elements * dtypeBytes(node.value->type.getDType());
       PrologueCost cost = estimateRecompute(work, *elements, bytes, factor, target);
-      bool separate = !cost.fuse();
+      bool separate = !cost.fuse() && stayingProducer.empty();
       std::string reason;
       llvm::raw_string_ostream os(reason);
       os << "the " << (kind == OpPatternKind::CommReduce ? "reduction" : "contraction")
          << "'s loop would evaluate it " << factor << " times per element ("
          << llvm::format("%.0f", work) << " FMA slots each), which "
-         << (separate ? "costs more than" : "costs less than")
+         << (cost.fuse() ? "costs less than" : "costs more than")
          << " its own kernel (a launch and a " << llvm::format("%.1f", double(bytes) / 1024)
          << " KiB round trip)";
       if (isSymbolicNode(graph, p) || isSymbolicNode(graph, widest))
         os << " (symbolic dims counted as " << kSymbolicDimEstimate << ")";
+      if (!cost.fuse() && !separate)
+        os << ", but it reads " << stayingProducer
+           << ", which stays in the group, so a kernel of its own would both follow and "
+              "precede the group's (a cycle)";
       os.flush();
       const std::string producer = "%" + node.value->name,
                         consumer = "%" + graph.nodes[widest].value->name;

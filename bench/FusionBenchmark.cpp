@@ -3,7 +3,8 @@
 // Runs `annotate-pattern,fuse-ops,fuse-tir` on legalized graphs of 1k to 1M
 // bindings in three shapes: chains (elementwise runs broken by reductions),
 // diamonds (fan-out reconverging two ops later) and wide fan-out (one
-// value feeding many consumers that are each an output). Reports time per
+// value feeding many consumers that are each an output), and fuse-by-pattern
+// on an unrolled recurrence of matmul + bias + tanh. Reports time per
 // binding; docs/performance.md records the figures. Wall-clock numbers
 // belong here, never in tests.
 //
@@ -19,7 +20,26 @@ using namespace fusec;
 
 namespace {
 
-enum class Shape { Chain, Diamond, FanOut };
+enum class Shape { Chain, Diamond, FanOut, Recurrence };
+
+/// A recurrence unrolled to `count` bindings at the graph level, before
+/// fuse-by-pattern: steps of h = tanh(matmul(h, w) + bias), each step's
+/// matmul and bias add a cuBLASLt match (an unrolled RNN from ONNX).
+std::string makeRecurrence(int64_t count) {
+  std::ostringstream os;
+  os << "func @main(%x: f32[8,16], %w: f32[16,16], %bias: f32[16]) -> f32[8,16] {\n"
+     << "  dataflow {\n";
+  std::string last = "x";
+  for (int64_t i = 0; i + 3 <= count; i += 3) {
+    std::string step = std::to_string(i / 3);
+    os << "    %m" << step << " = matmul(%" << last << ", %w)\n"
+       << "    %a" << step << " = add(%m" << step << ", %bias)\n"
+       << "    %h" << step << " = tanh(%a" << step << ")\n";
+    last = "h" + step;
+  }
+  os << "    output %" << last << "\n  }\n  return %" << last << "\n}\n";
+  return os.str();
+}
 
 /// A legalized module with `count` bindings in one dataflow block, reusing
 /// a few kernels so that the graph, not kernel printing, dominates.
@@ -67,9 +87,13 @@ std::string makeModule(int64_t count, Shape shape) {
 
 void runFusion(benchmark::State &state, Shape shape) {
   registerAllPasses();
-  std::string text = makeModule(state.range(0), shape);
+  bool recurrence = shape == Shape::Recurrence;
+  std::string text =
+      recurrence ? makeRecurrence(state.range(0)) : makeModule(state.range(0), shape);
   PipelineError error;
-  auto pipeline = parsePassPipeline("annotate-pattern,fuse-ops,fuse-tir", error);
+  auto pipeline = parsePassPipeline(recurrence ? "fuse-by-pattern{patterns=@cublaslt}"
+                                               : "annotate-pattern,fuse-ops,fuse-tir",
+                                    error);
   Instrumentation quiet;
   quiet.verifyEach = false;
   for (auto _ : state) {
@@ -92,10 +116,12 @@ void runFusion(benchmark::State &state, Shape shape) {
 void BM_Chain(benchmark::State &state) { runFusion(state, Shape::Chain); }
 void BM_Diamond(benchmark::State &state) { runFusion(state, Shape::Diamond); }
 void BM_FanOut(benchmark::State &state) { runFusion(state, Shape::FanOut); }
+void BM_Recurrence(benchmark::State &state) { runFusion(state, Shape::Recurrence); }
 
 } // namespace
 
 BENCHMARK(BM_Chain)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Diamond)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FanOut)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Recurrence)->RangeMultiplier(10)->Range(1000, 100000)->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

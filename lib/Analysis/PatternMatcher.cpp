@@ -66,9 +66,8 @@ static bool sameAttr(const Attr &a, const Attr &b) {
 namespace {
 class Matcher {
 public:
-  Matcher(const DataflowPattern &pattern, const DataflowBlock &block) : pattern(pattern) {
-    for (const auto &binding : block.bindings)
-      inBlock.insert(binding.get());
+  Matcher(const DataflowPattern &pattern, const BlockIndex &block)
+      : pattern(pattern), block(block) {
     values.assign(pattern.nodes.size(), nullptr);
     literals.assign(pattern.nodes.size(), false);
   }
@@ -84,7 +83,7 @@ public:
       return true;
     }
     const Binding *binding = value->definingBinding;
-    if (!binding || !inBlock.count(binding))
+    if (!binding || !block.position.count(binding))
       return false;
     if (node.kind == PatternNode::Get) {
       if (binding->kind != ExprKind::Get || binding->tupleIndex != node.tupleIndex)
@@ -161,13 +160,23 @@ private:
   }
 
   const DataflowPattern &pattern;
-  llvm::DenseSet<const Binding *> inBlock;
+  const BlockIndex &block;
 };
 } // namespace
+
+BlockIndex::BlockIndex(const DataflowBlock &block) {
+  for (size_t i = 0; i < block.bindings.size(); ++i)
+    position[block.bindings[i].get()] = i;
+}
 
 std::optional<PatternMatch> fusec::matchPattern(const DataflowPattern &pattern,
                                                 const Binding &root,
                                                 const DataflowBlock &block) {
+  return matchPattern(pattern, root, BlockIndex(block));
+}
+
+std::optional<PatternMatch> fusec::matchPattern(const DataflowPattern &pattern, const Binding &root,
+                                                const BlockIndex &block) {
   if (pattern.root < 0 || !root.getResult())
     return std::nullopt;
   Matcher matcher(pattern, block);
@@ -176,14 +185,13 @@ std::optional<PatternMatch> fusec::matchPattern(const DataflowPattern &pattern,
   PatternMatch match;
   match.values = matcher.values;
   match.literals = matcher.literals;
-  llvm::DenseSet<const Binding *> members;
   for (size_t n = 0; n < pattern.nodes.size(); ++n)
     if ((pattern.nodes[n].kind == PatternNode::Op || pattern.nodes[n].kind == PatternNode::Get) &&
-        match.values[n])
-      members.insert(match.values[n]->definingBinding);
-  for (const auto &binding : block.bindings)
-    if (members.count(binding.get()))
-      match.members.push_back(binding.get());
+        match.values[n] && !llvm::is_contained(match.members, match.values[n]->definingBinding))
+      match.members.push_back(match.values[n]->definingBinding);
+  llvm::sort(match.members, [&](const Binding *a, const Binding *b) {
+    return block.position.lookup(a) < block.position.lookup(b);
+  });
   return match;
 }
 

@@ -160,10 +160,11 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
       list.push_back("%" + binding->getResult()->name);
     return list;
   };
+  BlockIndex blockIndex(block);
   for (const auto &binding : block.bindings) {
     if (binding->kind != ExprKind::Op)
       continue;
-    std::optional<PatternMatch> match = matchPattern(pattern, *binding, block);
+    std::optional<PatternMatch> match = matchPattern(pattern, *binding, blockIndex);
     if (!match)
       continue;
     std::string failure = checkPatternConstraints(pattern, *match, uses);
@@ -218,14 +219,19 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
       continue;
     }
     int id = int(groups.size());
-    groups.emplace_back();
-    for (int old : absorbed)
+    std::vector<const Binding *> group = match->members;
+    for (int old : absorbed) {
+      for (const Binding *member : groups[old])
+        if (!matched.count(member))
+          group.push_back(member);
       groups[old].clear();
-    for (const Binding *member : match->members)
+    }
+    for (const Binding *member : group)
       groupOf[member] = id;
-    for (const auto &b : block.bindings) // block order
-      if (groupOf.lookup(b.get()) == id && groupOf.count(b.get()))
-        groups[id].push_back(b.get());
+    llvm::sort(group, [&](const Binding *a, const Binding *b) { // block order
+      return blockIndex.position.lookup(a) < blockIndex.position.lookup(b);
+    });
+    groups.push_back(std::move(group));
     decide("%" + binding->getResult()->name, "matched",
            "{" + llvm::join(names(groups[id]), ", ") + "}");
   }

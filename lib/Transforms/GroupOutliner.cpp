@@ -110,6 +110,8 @@ GroupOutliner::GroupOutliner(Module &module, Function &function, DataflowBlock &
     usedNames.insert(binding.getResult()->name);
   });
   usedByReturnOrOutput.insert(block.outputs.begin(), block.outputs.end());
+  for (size_t i = 0; i < block.bindings.size(); ++i)
+    blockPosition[block.bindings[i].get()] = i;
 }
 
 static std::unique_ptr<Binding> cloneBinding(const Binding &binding,
@@ -277,14 +279,28 @@ GroupOutliner::Result GroupOutliner::outline(
     if (!llvm::is_contained(result.outputs, value))
       result.outputs.push_back(value);
   };
-  for (const auto &binding : block.bindings)
-    if (memberSet.count(binding.get()) && usedByReturnOrOutput.count(binding->getResult()))
-      addOutput(binding->getResult());
-  for (const auto &binding : block.bindings)
-    if (!memberSet.count(binding.get()))
-      for (const Operand &operand : binding->operands)
-        if (!operand.isLiteral() && memberSet.count(operand.value->definingBinding))
-          addOutput(operand.value);
+  // (Both from the members and their readers, sorted by block position:
+  // not a walk of the whole block per group, which made a long unrolled
+  // recurrence quadratic.)
+  auto byPosition = [&](const Binding *a, const Binding *b) {
+    return blockPosition.lookup(a) < blockPosition.lookup(b);
+  };
+  std::vector<Binding *> ordered = members;
+  llvm::sort(ordered, byPosition);
+  for (Binding *member : ordered)
+    if (usedByReturnOrOutput.count(member->getResult()))
+      addOutput(member->getResult());
+  std::vector<const Binding *> readers;
+  llvm::DenseSet<const Binding *> seenReaders;
+  for (Binding *member : members)
+    for (const Binding *user : uses.lookup(member->getResult()))
+      if (!memberSet.count(user) && blockPosition.count(user) && seenReaders.insert(user).second)
+        readers.push_back(user);
+  llvm::sort(readers, byPosition);
+  for (const Binding *reader : readers)
+    for (const Operand &operand : reader->operands)
+      if (!operand.isLiteral() && memberSet.count(operand.value->definingBinding))
+        addOutput(operand.value);
   // Readers outside the block (they read block outputs, found above).
   for (Binding *member : members)
     for (const Binding *user : uses.lookup(member->getResult()))

@@ -76,6 +76,7 @@ private:
   DataflowBlock &block;
   OutlinedFunctionTable &table;
   llvm::DenseMap<const Value *, std::vector<const Binding *>> uses;
+  llvm::DenseMap<const Binding *, size_t> blockPosition; // the block's bindings
   llvm::DenseSet<const Value *> usedByReturnOrOutput;
   llvm::DenseSet<const Binding *> removed;
   std::set<std::string> usedNames; // value names of the function

@@ -14,6 +14,7 @@
 #include "fusec/IR/Pattern.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
 
 #include <map>
 #include <optional>
@@ -114,6 +115,14 @@ struct PatternMatch {
 /// their operands swapped, as TVM's matcher does.
 std::optional<PatternMatch> matchPattern(const DataflowPattern &pattern, const Binding &root,
                                          const DataflowBlock &block);
+/// A block's bindings by position, made once for matching at every root of
+/// the block (the overload above makes one per call: linear in the block).
+struct BlockIndex {
+  explicit BlockIndex(const DataflowBlock &block);
+  llvm::DenseMap<const Binding *, size_t> position;
+};
+std::optional<PatternMatch> matchPattern(const DataflowPattern &pattern, const Binding &root,
+                                         const BlockIndex &block);
 
 /// Evaluates the pattern's `where` constraints on a match. Returns "" when
 /// all hold, else why the first failing one fails

@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 #include "ParserImpl.h"
 #include "fusec/IR/Ops.h"
+#include "fusec/Printer/Printer.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
@@ -514,4 +515,20 @@ std::unique_ptr<Module> fusec::parseModuleString(llvm::StringRef text,
   unsigned bufferId = sourceMgr.AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(text, bufferName), llvm::SMLoc());
   return parseModule(sourceMgr, bufferId, diag, ".");
+}
+
+ModuleSnapshot::ModuleSnapshot(const Module &module)
+    : text(printModuleToString(module)), sourceDirectory(module.sourceDirectory) {
+  for (const auto &function : module.functions)
+    std::as_const(*function).forEachBinding([&](const Binding &binding) {
+      if (binding.constant && binding.constant->form == ConstantData::File)
+        knownFiles[binding.constant->path] = binding.constant->fileContents;
+    });
+}
+
+std::unique_ptr<Module> ModuleSnapshot::restore(llvm::SourceMgr &sourceMgr, DiagEngine &diag,
+                                                llvm::StringRef name) const {
+  unsigned bufferId =
+      sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, name), llvm::SMLoc());
+  return parseModule(sourceMgr, bufferId, diag, sourceDirectory, &knownFiles);
 }

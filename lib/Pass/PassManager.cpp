@@ -40,23 +40,12 @@ static void printDump(llvm::raw_ostream &os, llvm::StringRef when,
 /// Prints, parses and prints again; the two texts must be equal.
 static bool checkRoundTrip(const Module &module, DiagEngine &diag,
                            const Pass &pass) {
-  std::string first = printModuleToString(module);
+  ModuleSnapshot snapshot(module);
   llvm::SourceMgr sourceMgr;
   DiagEngine roundTripDiag(sourceMgr);
-  unsigned bufferId = sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(first, "<round-trip after " + pass.getName().str() +
-                                                      ">"),
-      llvm::SMLoc());
-  // The text's file<> constants are the module's, already in memory (an
-  // imported model's weights are written only after the pipeline).
-  KnownFiles knownFiles;
-  for (const auto &function : module.functions)
-    std::as_const(*function).forEachBinding([&](const Binding &binding) {
-      if (binding.constant && binding.constant->form == ConstantData::File)
-        knownFiles[binding.constant->path] = binding.constant->fileContents;
-    });
   auto reparsed =
-      parseModule(sourceMgr, bufferId, roundTripDiag, module.sourceDirectory, &knownFiles);
+      snapshot.restore(sourceMgr, roundTripDiag, "<round-trip after " + pass.getName().str() + ">");
+  const std::string &first = snapshot.getText();
   if (!reparsed) {
     diag.error(llvm::SMLoc(), "internal error: the IR printed after pass '" +
                                   pass.getName() + "' does not parse back");

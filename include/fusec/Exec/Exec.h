@@ -21,6 +21,8 @@
 
 namespace fusec {
 
+class ModuleSnapshot;
+
 struct KernelCounters {
   std::string name;
   int64_t launches = 0, bytesRead = 0, bytesWritten = 0;
@@ -139,9 +141,10 @@ std::string compareResults(const std::vector<TensorData> &expected,
 /// changes the f32 results and computes the same function.
 class EquivalenceCheck {
 public:
-  /// Runs `entry` of the original `module` on `inputs` both ways; false,
-  /// with `error` set, when it cannot run in f32 (a float64 run that fails
-  /// leaves no second opinion).
+  /// Runs `entry` of the original `module` on `inputs`; false, with
+  /// `error` set, when it cannot run. Its float64 run waits for the first
+  /// disagreement, on a copy (a float64 run that fails leaves no second
+  /// opinion).
   bool setReference(const Module &module, llvm::StringRef entry, std::vector<TensorData> inputs,
                     std::string &error);
   /// The reference's f32 results.
@@ -151,10 +154,16 @@ public:
   /// f32, then in float64).
   bool check(const Module &module, std::string &difference, std::string &error) const;
 
+  EquivalenceCheck();
+  ~EquivalenceCheck();
+
 private:
   std::string entry;
-  std::vector<TensorData> inputs, reference, float64Reference;
-  bool hasFloat64Reference = false;
+  std::vector<TensorData> inputs, reference;
+  std::unique_ptr<ModuleSnapshot> original; // for the float64 reference
+  // Made at the first disagreement.
+  mutable std::vector<TensorData> float64Reference;
+  mutable bool float64Tried = false, hasFloat64Reference = false;
 };
 
 /// How many threads run a large stage's points or a lowered launch's

@@ -79,6 +79,26 @@ std::unique_ptr<Module> parseModule(llvm::SourceMgr &sourceMgr,
                                     llvm::StringRef sourceDirectory,
                                     const KnownFiles *knownFiles = nullptr);
 
+/// A module as its printed text, to be parsed back later into a copy (the
+/// round-trip check; --check-each's float64 second opinion on the input
+/// program, after passes changed it in place). Its `file<>` constants'
+/// contents are kept from memory (an imported model's weights are written
+/// only after the pipeline).
+class ModuleSnapshot {
+public:
+  explicit ModuleSnapshot(const Module &module);
+  const std::string &getText() const { return text; }
+  /// The copy, parsed from a buffer named `name` added to `sourceMgr`
+  /// (which must outlive it); null, with the error in `diag`, when the text
+  /// does not parse.
+  std::unique_ptr<Module> restore(llvm::SourceMgr &sourceMgr, DiagEngine &diag,
+                                  llvm::StringRef name) const;
+
+private:
+  std::string text, sourceDirectory;
+  KnownFiles knownFiles;
+};
+
 /// Convenience for tests and tools: parses `text` held in a SourceMgr that
 /// the caller owns (diagnostics point into it).
 std::unique_ptr<Module> parseModuleString(llvm::StringRef text,

@@ -393,6 +393,9 @@ static bool convertSlice(NodeContext &c) {
       continue;
     const std::string &symbol = x->type.getShape()[axis].symbol;
     int64_t start = (*starts)[k], end = (*ends)[k], step = steps[k];
+    // The whole dim reversed (torch.flip, x[::-1]) is strided_slice's too.
+    if (step == -1 && (start == -1 || start >= kMaxDimSize) && end <= -kMaxDimSize)
+      continue;
     if (start < 0 && end >= kMaxDimSize)
       end = 0; // to the end, counted from it
     bool fromStart = start >= 0 && end < kMaxDimSize,
@@ -402,9 +405,10 @@ static bool convertSlice(NodeContext &c) {
       return c.fail("slicing the symbolic dim '" + symbol + "' from " +
                     std::to_string((*starts)[k]) + " to " + std::to_string((*ends)[k]) +
                     " with step " + std::to_string(steps[k]) +
-                    " is not supported: the result's size is no FIR dim (a whole dim, or a "
-                    "static stretch from its start or its end, is; --dim " + symbol +
-                    "=SIZE fixes its size)");
+                    " is not supported: the result's size is no FIR dim (a whole dim, "
+                    "forward or reversed, or a static stretch from its start or its end, is; "
+                    "--dim " +
+                    symbol + "=SIZE fixes its size)");
     int64_t count = (end - start - 1) / step + 1; // step may be near 2^63
     TensorData indices(DType::i64, {count});
     for (int64_t i = 0; i < count; ++i)

@@ -327,6 +327,19 @@ static int64_t sliceLength(int64_t length, int64_t begin, int64_t end,
   return steps(clampIndex(begin, -1, length - 1) - clampIndex(end, -1, length - 1), stride);
 }
 
+/// How strided_slice may slice a symbolic dim: whole, forward (begin 0 or
+/// before it, end past it, stride 1) or reversed (`x[::-1]`, torch.flip:
+/// begin -1 or past the end, end before the start, stride -1); anything
+/// else has a size that is no dim.
+enum class SymbolicSlice { None, Whole, Reversed };
+static SymbolicSlice symbolicSliceOf(int64_t begin, int64_t end, int64_t stride) {
+  if (stride == 1 && (begin == 0 || begin <= -kMaxDimSize) && end >= kMaxDimSize)
+    return SymbolicSlice::Whole;
+  if (stride == -1 && (begin == -1 || begin >= kMaxDimSize) && end <= -kMaxDimSize)
+    return SymbolicSlice::Reversed;
+  return SymbolicSlice::None;
+}
+
 static std::optional<Type> inferStridedSlice(InferContext &ctx) {
   const Type &input = ctx.operand(0);
   auto axes = ctx.axes("axes", input.getRank(), {});
@@ -345,9 +358,14 @@ static std::optional<Type> inferStridedSlice(InferContext &ctx) {
     Dim &dim = shape[(*axes)[i]];
     if (strides[i] == 0)
       return ctx.errorAtAttr("strides", "strided_slice strides must be non-zero");
-    if (dim.isSymbolic())
-      return ctx.error("strided_slice along the symbolic dimension '" +
-                       dim.symbol + "' is not supported");
+    if (dim.isSymbolic()) {
+      if (symbolicSliceOf(begin[i], end[i], strides[i]) == SymbolicSlice::None)
+        return ctx.error("strided_slice along the symbolic dimension '" + dim.symbol +
+                         "' takes it whole, forward (begin 0, end 2^40 or more, stride 1) or "
+                         "reversed (begin -1, end -2^40 or less, stride -1): any other slice "
+                         "has a size that is no dim");
+      continue;
+    }
     dim = Dim::of(sliceLength(dim.size, begin[i], end[i], strides[i]));
   }
   return Type::tensor(input.getDType(), shape);
@@ -539,8 +557,16 @@ static void legalizeStridedSlice(KernelBuilder &b) {
       b.intList("strides", axes.size(), std::vector<int64_t>(axes.size(), 1));
   auto vars = KernelBuilder::varNames("i", in.size());
   std::vector<KExprPtr> indices = KernelBuilder::vars(vars);
+  std::vector<int64_t> end = b.intList("end", axes.size(), {});
   for (size_t k = 0; k < axes.size(); ++k) {
-    int64_t length = in[axes[k]].size, start = begin[k];
+    const Dim &dim = in[axes[k]];
+    if (dim.isSymbolic()) { // whole (the index as it is) or reversed: n - 1 - i
+      if (symbolicSliceOf(begin[k], end[k], strides[k]) == SymbolicSlice::Reversed)
+        indices[axes[k]] = addExpr(mulExpr(indices[axes[k]], KExpr::intConst(-1)),
+                                   addExpr(dimExpr(dim), KExpr::intConst(-1)));
+      continue;
+    }
+    int64_t length = dim.size, start = begin[k];
     // Python's slice start: negative counts from the end, then clamped.
     if (start < 0)
       start = start < -length ? (strides[k] > 0 ? 0 : -1) : start + length;

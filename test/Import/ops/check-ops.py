@@ -1512,12 +1512,14 @@ run_model("argmax_symbolic", [
     helper.make_node("Cast", ["i"], ["y"], to=TensorProto.FLOAT)], xs, [],
     np.argmax(xs, 0).astype(np.float32), x_dims=["seq", 3])
 # Static stretches of a symbolic dim: the first token (BERT's pooler), the
-# last one, two before the last, every second of the first five.
+# last one, two before the last, every second of the first five; and the
+# whole dim reversed, as torch.flip exports it (a strided_slice, n - 1 - i).
 for label, start, end, step, expected in (("first", 0, 1, 1, xs[0:1]),
                                           ("last", -1, 2 ** 62, 1, xs[-1:]),
                                           ("before_last", -3, -1, 1, xs[-3:-1]),
                                           ("stride", 0, 5, 2, xs[0:5:2]),
-                                          ("huge_step", 0, 5, 2 ** 62, xs[0:1])):
+                                          ("huge_step", 0, 5, 2 ** 62, xs[0:1]),
+                                          ("reversed", -1, -2 ** 63 + 1, -1, xs[::-1])):
     run_model("slice_symbolic_dim_" + label, [
         helper.make_node("Slice", ["x", "s0", "s1", "s_axes", "s_steps"], ["y"])], xs,
         [numpy_helper.from_array(np.int64([start]), "s0"),

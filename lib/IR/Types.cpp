@@ -312,8 +312,12 @@ std::string Attr::str() const {
 
 std::string fusec::checkLiteralForDType(const Attr &literal, DType dtype) {
   std::string name = dtypeName(dtype).str();
-  // As the user wrote it, when the parser kept that.
-  std::string written = literal.isNumber() && !literal.text.empty() ? literal.text : literal.str();
+  // As the user wrote it, when the parser kept that and it still reads
+  // back to the value (a pass may have changed a copy's value since).
+  std::string written = literal.str();
+  if (literal.isNumber() && !literal.text.empty() &&
+      std::strtod(literal.text.c_str(), nullptr) == literal.asDouble())
+    written = literal.text;
   std::string article = name == "i8" || name == "i32" || name == "i64" ? "an " : "a ";
   switch (literal.kind) {
   case Attr::Bool:

@@ -374,9 +374,8 @@ static bool convertSlice(NodeContext &c) {
   }
   for (size_t k = axes.size(); k-- > 0;) {
     int64_t axis = axes[k] < 0 ? axes[k] + rank : axes[k];
-    bool whole = steps[k] == 1 && ((*starts)[k] == 0 || (*starts)[k] <= -kMaxDimSize) &&
-                 (*ends)[k] >= kMaxDimSize;
-    if (axis >= 0 && axis < rank && x->type.getShape()[axis].isSymbolic() && whole)
+    if (axis >= 0 && axis < rank && x->type.getShape()[axis].isSymbolic() &&
+        symbolicSliceOf((*starts)[k], (*ends)[k], steps[k]) == SymbolicSlice::Whole)
       dropEntry(k);
   }
   if (axes.empty())
@@ -394,7 +393,7 @@ static bool convertSlice(NodeContext &c) {
     const std::string &symbol = x->type.getShape()[axis].symbol;
     int64_t start = (*starts)[k], end = (*ends)[k], step = steps[k];
     // The whole dim reversed (torch.flip, x[::-1]) is strided_slice's too.
-    if (step == -1 && (start == -1 || start >= kMaxDimSize) && end <= -kMaxDimSize)
+    if (symbolicSliceOf(start, end, step) == SymbolicSlice::Reversed)
       continue;
     if (start < 0 && end >= kMaxDimSize)
       end = 0; // to the end, counted from it

@@ -218,20 +218,14 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
                                                  : std::vector<std::pair<std::string, double>>());
       continue;
     }
+    // Every absorbed group lies inside the match (subsumed, or the one
+    // binding it shares), so the merged group is the match, in block order.
     int id = int(groups.size());
-    std::vector<const Binding *> group = match->members;
-    for (int old : absorbed) {
-      for (const Binding *member : groups[old])
-        if (!matched.count(member))
-          group.push_back(member);
+    for (int old : absorbed)
       groups[old].clear();
-    }
-    for (const Binding *member : group)
+    for (const Binding *member : match->members)
       groupOf[member] = id;
-    llvm::sort(group, [&](const Binding *a, const Binding *b) { // block order
-      return blockIndex.position.lookup(a) < blockIndex.position.lookup(b);
-    });
-    groups.push_back(std::move(group));
+    groups.push_back(match->members);
     decide("%" + binding->getResult()->name, "matched",
            "{" + llvm::join(names(groups[id]), ", ") + "}");
   }

@@ -279,9 +279,9 @@ GroupOutliner::Result GroupOutliner::outline(
     if (!llvm::is_contained(result.outputs, value))
       result.outputs.push_back(value);
   };
-  // (Both from the members and their readers, sorted by block position:
-  // not a walk of the whole block per group, which made a long unrolled
-  // recurrence quadratic.)
+  // Both come from the members and their readers, sorted by block
+  // position: a walk of the whole block per group made a long unrolled
+  // recurrence quadratic.
   auto byPosition = [&](const Binding *a, const Binding *b) {
     return blockPosition.lookup(a) < blockPosition.lookup(b);
   };

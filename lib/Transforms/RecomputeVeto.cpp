@@ -113,22 +113,23 @@ std::set<int> fusec::vetoRecomputation(const Module &module, const Function &fun
           }
         }
       }
-      // The group is convex (TVM's fusion keeps every path between members
-      // inside), so the chain can leave only if no member that stays feeds
-      // it: one that does would be computed before and after the chain's
-      // kernel (a norm's sqrt between its mean and its divide).
-      std::string stayingProducer;
-      for (int q : members)
-        if (stayingProducer.empty() && partition.group[q] == group && !chain.count(q))
-          for (const FusionGraph::Edge &edge : graph.nodes[q].outputs)
-            if (chain.count(edge.consumer) && graph.nodes[q].value)
-              stayingProducer = "%" + graph.nodes[q].value->name;
       double work = 0;
       for (int q : chain)
         work += kernelWork(module, *graph.nodes[q].binding, target);
       // Step 3: the estimates.
       int64_t bytes = *elements * dtypeBytes(node.value->type.getDType());
       PrologueCost cost = estimateRecompute(work, *elements, bytes, factor, target);
+      // The group is convex (TVM's fusion keeps every path between members
+      // inside), so the chain can leave only if no member that stays feeds
+      // it: one that does would be computed before and after the chain's
+      // kernel (a norm's sqrt between its mean and its divide).
+      std::string stayingProducer;
+      for (int q : members)
+        if (!cost.fuse() && stayingProducer.empty() && partition.group[q] == group &&
+            !chain.count(q))
+          for (const FusionGraph::Edge &edge : graph.nodes[q].outputs)
+            if (chain.count(edge.consumer) && graph.nodes[q].value)
+              stayingProducer = "%" + graph.nodes[q].value->name;
       bool separate = !cost.fuse() && stayingProducer.empty();
       std::string reason;
       llvm::raw_string_ostream os(reason);

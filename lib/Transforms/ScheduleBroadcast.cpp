@@ -335,7 +335,6 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
       entry->mapping.threads = kFlatThreads;
       entry->mapping.vector = chooseVectorWidth(kernel, *candidate.stage);
     }
-    std::string noComputeAt = candidateEstimate.noComputeAt;
     std::string producer = "%" + candidate.stage->buffer, consumer = "%" + root->buffer;
     std::string reason;
     llvm::raw_string_ostream os(reason);
@@ -354,7 +353,7 @@ void fusec::placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
                        << ", compute_at "
                        << (estimate.computeAtPossible
                                ? std::string(llvm::formatv("{0:f3}", estimate.computeAtUs))
-                               : "n/a (" + noComputeAt + ")")
+                               : "n/a (" + candidateEstimate.noComputeAt + ")")
                        << ", materialize " << llvm::format("%.3f", estimate.materializeUs)
                        << ", plus " << llvm::format("%.3f", estimate.rootUs)
                        << " of the output's own traffic on " << cost.target->name << ")\n";

@@ -110,6 +110,11 @@ TEST_CASE("semantic errors after parsing", "[parser][diagnostics]") {
           "2:15: float literal '3e2' cannot be an i8");
     CHECK(errorOf("func @f() -> f32[] {\n  %c = constant 1e39 : f32[]\n  return %c\n}\n") ==
           "2:16: float literal '1e39' overflows f32"); // as written
+    // A spelling that no longer reads back to the value (a pass changed a
+    // copy) is not quoted.
+    Attr changed = Attr::makeFloat(2.5);
+    changed.text = "1e6";
+    CHECK(checkLiteralForDType(changed, DType::i32) == "float literal '2.5' cannot be an i32");
   }
   SECTION("a constant needs its type") {
     CHECK(errorOf("func @f() -> f32[] {\n  %c = constant 1.0\n  return %c\n}\n") ==

@@ -140,6 +140,13 @@ std::vector<int64_t> intListAttr(const Attr *value, size_t size,
 DType computeDType(DType dtype);
 /// The identity of a max/min reduction in `dtype` (-inf/+inf or the
 /// integer limits).
+/// How strided_slice may slice a symbolic dim: whole, forward (begin 0 or
+/// before it, end past it, stride 1) or reversed (`x[::-1]`, torch.flip:
+/// begin -1 or past the end, end before the start, stride -1); anything
+/// else has a size that is no dim (None).
+enum class SymbolicSlice { None, Whole, Reversed };
+SymbolicSlice symbolicSliceOf(int64_t begin, int64_t end, int64_t stride);
+
 double lowestValue(DType dtype);
 double highestValue(DType dtype);
 /// The most negative finite value of `dtype` (TVM's `min_value`, which

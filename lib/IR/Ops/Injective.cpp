@@ -327,12 +327,7 @@ static int64_t sliceLength(int64_t length, int64_t begin, int64_t end,
   return steps(clampIndex(begin, -1, length - 1) - clampIndex(end, -1, length - 1), stride);
 }
 
-/// How strided_slice may slice a symbolic dim: whole, forward (begin 0 or
-/// before it, end past it, stride 1) or reversed (`x[::-1]`, torch.flip:
-/// begin -1 or past the end, end before the start, stride -1); anything
-/// else has a size that is no dim.
-enum class SymbolicSlice { None, Whole, Reversed };
-static SymbolicSlice symbolicSliceOf(int64_t begin, int64_t end, int64_t stride) {
+SymbolicSlice fusec::symbolicSliceOf(int64_t begin, int64_t end, int64_t stride) {
   if (stride == 1 && (begin == 0 || begin <= -kMaxDimSize) && end >= kMaxDimSize)
     return SymbolicSlice::Whole;
   if (stride == -1 && (begin == -1 || begin >= kMaxDimSize) && end <= -kMaxDimSize)

@@ -267,13 +267,19 @@ bool KernelLowering::emitRows(const KStage &root, const StageMapping &mapping) {
       else
         sameRows = dim == rowDims[d];
     }
-    if (!sameRows || (stage.isReduction() && type.getRank() != rows))
+    // A reduction computed at the block has the rows and then only 1s: its
+    // reduced axes kept (`mean(x) {keepdims}`), at coordinate 0.
+    for (int64_t d = rows; sameRows && stage.isReduction() && d < type.getRank(); ++d) {
+      sameRows = type.getShape()[d].isOne();
+      stageRowCoords.push_back(cnst(0));
+    }
+    if (!sameRows)
       return error(entry.loc, "'%" + stage.buffer + "' does not have the rows of '%" + root.buffer +
                                   "' (" + std::to_string(rows) +
                                   " leading dims), so it cannot be computed at its block");
     if (stage.isReduction()) {
       std::string shared = addBuffer(stage.buffer + "_shared", KBuffer::Shared, type.getDType(), 1);
-      if (!emitBlockReduction(stage, rowCoords, shared, {cnst(0)}))
+      if (!emitBlockReduction(stage, stageRowCoords, shared, {cnst(0)}))
         return false;
       sharedOf[stage.buffer] = shared;
       rowRankOf[stage.buffer] = rows;

@@ -5,8 +5,10 @@
 // some input (a row, not a column, reduction), are not contractions
 // (matmul, convolution: a product of loads, one of which some output rows
 // share — those go to the fallback until they get a rule of their own) and
-// are read only within their own row; the output's leading dims are R. Typical: sum/mean/max
-// over the last axis, softmax, layer_norm, and their fused elementwise
+// are read only within their own row; the output's leading dims are R (a
+// keepdims reduction's trailing 1s dropped from R when the output lacks
+// them: `x - mean(x) {keepdims}`). Typical: sum/mean/max over the last
+// axis, softmax, layer_norm, decomposed norms, and their fused elementwise
 // prologues and epilogues.
 //
 // Schedule (TVM DLight's GeneralReduction, in this IR's terms):
@@ -65,8 +67,10 @@ static void collectLoads(const KExpr &e, std::vector<const KExpr *> &loads) {
 }
 
 /// A sum of products whose factors are loads, one shared by several
-/// outputs: the multiply-accumulate of a matmul or a convolution.
-static bool isContraction(const KStage &stage) {
+/// outputs: the multiply-accumulate of a matmul or a convolution. A
+/// variable over a dim of size 1 (a keepdims axis: `sum(x * x)` into
+/// [m, 1]) spans one output, so a load without it is shared by none.
+static bool isContraction(const Kernel &kernel, const KStage &stage) {
   if (stage.combiner != "add")
     return false;
   const KExpr *body = stage.body.get();
@@ -79,9 +83,14 @@ static bool isContraction(const KStage &stage) {
   collectLoads(*body->args[1], right);
   if (left.empty() || right.empty())
     return false;
+  const Shape &shape = kernel.findBuffer(stage.buffer)->type.getShape();
+  std::vector<std::string> spanning;
+  for (size_t d = 0; d < stage.spatialVars.size() && d < shape.size(); ++d)
+    if (!shape[d].isOne())
+      spanning.push_back(stage.spatialVars[d]);
   for (const auto *side : {&left, &right})
     for (const KExpr *load : *side)
-      if (sharedAcross(*load, stage.spatialVars))
+      if (sharedAcross(*load, spanning))
         return true;
   return false;
 }
@@ -119,7 +128,7 @@ bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std:
       return why = "reductions of different shapes", false;
     if (!reducesInnermost(*reduction->body, kernel, *reduction))
       return why = "'%" + reduction->buffer + "' reduces a column, not a row", false;
-    if (isContraction(*reduction))
+    if (isContraction(kernel, *reduction))
       return why = "'%" + reduction->buffer + "' is a contraction", false;
     int64_t extent = 1;
     for (const auto &[var, dim] : reduction->reduceVars) {
@@ -129,11 +138,20 @@ bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std:
     reduced = std::max(reduced, extent);
   }
   const Type &outputType = kernel.findBuffer(output->buffer)->type;
-  if (outputType.getRank() < int64_t(rows.size()))
+  auto outputHasRows = [&] {
+    if (outputType.getRank() < int64_t(rows.size()))
+      return false;
+    for (size_t d = 0; d < rows.size(); ++d)
+      if (!(outputType.getShape()[d] == rows[d]))
+        return false;
+    return true;
+  };
+  // A keepdims reduction (`mean(x) {keepdims}`: [m, 1]) broadcast back over
+  // its row (`x - mean`: [m, n]): the rows are [m], the 1s its reduced axes.
+  while (!outputHasRows() && !rows.empty() && rows.back().isOne())
+    rows.pop_back();
+  if (!outputHasRows())
     return why = "the output does not have the reductions' rows", false;
-  for (size_t d = 0; d < rows.size(); ++d)
-    if (!(outputType.getShape()[d] == rows[d]))
-      return why = "the output does not have the reductions' rows", false;
   // Every reader of a reduction reads its own row.
   for (const KStage &reader : stages) {
     if (isInternal(kernel, reader) && !reader.isReduction())

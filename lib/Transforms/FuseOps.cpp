@@ -21,9 +21,10 @@
 //   4. Re-sort the block topologically (a group's call moved to its last
 //      member may precede a non-member that used an earlier member).
 // Steps 2-4 are GroupOutliner.cpp, shared with fuse-by-pattern. With
-// prologue=true (not TVM; -O2), elementwise producers of a matmul or
-// convolution join its group where the cost model says so, between steps 1
-// and 2 (FusePrologues.cpp); with recompute-veto=true (not TVM; -O2), before
+// prologue=true (not TVM; -O2), elementwise producers of a matmul,
+// convolution or reduction with an epilogue (a mean, softmax) join its
+// group where the cost model says so, between steps 1 and 2
+// (FusePrologues.cpp); with recompute-veto=true (not TVM; -O2), before
 // that, a producer a reduction's or contraction's loop would recompute per
 // broadcast element leaves the group where its own kernel is cheaper
 // (RecomputeVeto.cpp).
@@ -71,8 +72,8 @@ public:
                   "Stop after this many fusions (-1: no limit), to bisect")
         .minimum = -1;
     declareOption("prologue", OptionKind::Bool, "false",
-                  "Fuse elementwise producers into matmuls/convolutions when the cost "
-                  "model says so (not TVM)");
+                  "Fuse elementwise producers into matmuls, convolutions and reductions "
+                  "with an epilogue (mean, softmax, norms) when the cost model says so (not TVM)");
     declareOption("recompute-veto", OptionKind::Bool, "false",
                   "Keep a producer out of a reduction's or matmul's group when the loop "
                   "would recompute it per broadcast element at a cost above its own kernel "

@@ -7,15 +7,25 @@
 // the operand. It pays when that recomputation costs less than the
 // producer's own kernel.
 //
-// Algorithm, for each group containing a contraction C:
+// TVM fuses elementwise producers into a plain reduction (comm_reduce) but
+// not into one with a stage after it (a mean's divide, softmax, a norm: the
+// kernel is out_ewise_fusable): RMSNorm's `x * x` gets a launch and a round
+// trip of its own before its mean. The row-reduction schedule inlines such
+// a producer into every loop that reads it, so it is recomputed once per
+// read of the operand (once for a mean, three times in a softmax).
+//
+// Algorithm, for each group containing an anchor C: a contraction, or an
+// out_ewise_fusable kernel whose reduction is not one:
 //   1. For each operand of C defined in the block by a node P whose group
 //      is elementwise or broadcast, or injective through views only
 //      (isLayoutPreservingView: reshape, squeeze, expand_dims), is made of
-//      kernel calls and is read by nothing but C's group, take the work of
-//      P's group per element.
-//   2. Estimate both ways (estimatePrologue, lib/Analysis/CostModel.cpp):
-//      fused = that work at every re-read of the operand's tiles; separate
-//      = one launch + the operand written and read back + the work once.
+//      kernel calls and is read by nothing but C, take the work of P's group
+//      per element.
+//   2. Estimate both ways (estimatePrologue, estimateRecompute in
+//      lib/Analysis/CostModel.cpp): fused = that work at every re-read of
+//      the operand's tiles (a contraction) or at every read of the operand
+//      by C's loops, spatial stages inlined (a reduction); separate = one
+//      launch + the operand written and read back + the work once.
 //   3. fused < separate: P's group joins C's. Either way, a remark and a
 //      report decision give both times.
 // Symbolic dims count as kSymbolicDimEstimate in the element counts and in
@@ -30,6 +40,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Format.h"
 
+#include <cmath>
 #include <map>
 
 using namespace fusec;
@@ -41,6 +52,39 @@ static bool contractionOf(const Kernel &kernel, Contraction &contraction) {
     if (analyzeContraction(kernel, stage, contraction))
       return true;
   return false;
+}
+
+/// Whether `kernel` is a reduction anchor: out_ewise_fusable (a stage after
+/// its reduction) without a contraction.
+static bool isReductionAnchor(const Kernel &kernel) {
+  Contraction contraction;
+  return analyzePatternKind(kernel).kind == OpPatternKind::OutEWiseFusable &&
+         llvm::any_of(kernel.stages, [](const KStage &stage) { return stage.isReduction(); }) &&
+         !contractionOf(kernel, contraction);
+}
+
+static int64_t countLoads(const KExpr &expr, llvm::StringRef buffer) {
+  int64_t loads = expr.kind == KExpr::Load && expr.name == buffer;
+  for (const KExprPtr &arg : expr.args)
+    if (arg)
+      loads += countLoads(*arg, buffer);
+  return loads;
+}
+
+/// How many times the loops of `kernel`, spatial internals inlined (as the
+/// reduction and fallback rules do), read `input` per element of it: each
+/// load counts its stage's iterations, reductions included.
+static int64_t readsPerElement(const Kernel &kernel, const KBuffer &input) {
+  double elements = double(estimatedNumElements(input.type)), reads = 0;
+  for (const KStage &stage : inlineSpatialInternals(kernel)) {
+    if (isInternal(kernel, stage) && !stage.isReduction())
+      continue; // inlined into the stages counted here
+    double iterations = double(estimatedNumElements(kernel.findBuffer(stage.buffer)->type));
+    for (const auto &reduce : stage.reduceVars)
+      iterations *= double(estimatedProduct(reduce.second));
+    reads += double(countLoads(*stage.body, input.name)) * iterations;
+  }
+  return elements > 0 ? saturatingInt64(std::max(1.0, std::ceil(reads / elements))) : 1;
 }
 
 int fusec::findContraction(const Module &module, const FusionGraph &graph,
@@ -67,14 +111,23 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
       contractionGroups.insert(partition.group[node]);
   for (int group : contractionGroups) {
     int c = findContraction(module, graph, partition, group);
+    for (int node = 0; c < 0 && node < int(graph.nodes.size()); ++node) {
+      const Binding *binding = graph.nodes[node].binding;
+      const Kernel *kernel =
+          binding && partition.group[node] == group && binding->kind == ExprKind::CallKernel
+              ? module.lookupKernel(binding->callee)
+              : nullptr;
+      if (kernel && isReductionAnchor(*kernel))
+        c = node;
+    }
     if (c < 0)
       continue;
     const Binding &call = *graph.nodes[c].binding;
     const Kernel &kernel = *module.lookupKernel(call.callee);
     Contraction contraction;
-    contractionOf(kernel, contraction);
-    int64_t m = contraction.extent(contraction.m, kSymbolicDimEstimate),
-            n = contraction.extent(contraction.n, kSymbolicDimEstimate);
+    bool isContraction = contractionOf(kernel, contraction);
+    int64_t m = isContraction ? contraction.extent(contraction.m, kSymbolicDimEstimate) : 0,
+            n = isContraction ? contraction.extent(contraction.n, kSymbolicDimEstimate) : 0;
     for (size_t i = 0; i < call.operands.size() && i < kernel.inputs.size(); ++i) {
       const Value *operand = call.operands[i].value;
       if (!operand || !operand->definingBinding)
@@ -116,25 +169,35 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
         if (const Kernel *k = module.lookupKernel(graph.nodes[node].binding->callee))
           for (const KStage &stage : k->stages)
             work += expressionWork(*stage.body, target, {});
-      bool isA = loadsBuffer(*contraction.x, kernel.inputs[i].name);
       int64_t bytes = elements * dtypeBytes(operand->type.getDType());
-      bool halves = contraction.xDType == contraction.yDType &&
-                    (contraction.xDType == DType::f16 || contraction.xDType == DType::bf16);
-      int64_t tile =
-          matmulBlockTile(m, n, contraction.extent(contraction.batch, kSymbolicDimEstimate),
-                          halves && targetHasTensorCores(target), &target);
-      PrologueCost estimate = estimatePrologue(work, elements, bytes, isA ? n : m, tile, target);
+      PrologueCost estimate;
+      if (isContraction) {
+        bool isA = loadsBuffer(*contraction.x, kernel.inputs[i].name);
+        bool halves = contraction.xDType == contraction.yDType &&
+                      (contraction.xDType == DType::f16 || contraction.xDType == DType::bf16);
+        int64_t tile =
+            matmulBlockTile(m, n, contraction.extent(contraction.batch, kSymbolicDimEstimate),
+                            halves && targetHasTensorCores(target), &target);
+        estimate = estimatePrologue(work, elements, bytes, isA ? n : m, tile, target);
+      } else {
+        estimate = estimateRecompute(work, elements, bytes,
+                                     readsPerElement(kernel, kernel.inputs[i]), target);
+      }
       int64_t rereads = estimate.rereads;
       double fusedUs = estimate.fusedUs, separateUs = estimate.separateUs;
       bool fuse = fusedUs < separateUs;
       std::string producer = "%" + operand->name, consumer = "%" + call.getResult()->name;
       std::string reason;
       llvm::raw_string_ostream os(reason);
-      os << llvm::format("%.0f", work) << " FMA slots per element recomputed at each of "
-         << rereads << " re-reads of the operand tiles"
-         << (fuse ? " costs less than" : " costs more than")
-         << " its own kernel (a launch and a " << llvm::format("%.0f", double(bytes) / 1024)
-         << " KiB round trip)";
+      os << llvm::format("%.0f", work) << " FMA slots per element ";
+      if (isContraction)
+        os << "recomputed at each of " << rereads << " re-reads of the operand tiles";
+      else if (rereads == 1)
+        os << "evaluated once by the reduction's loops";
+      else
+        os << "evaluated " << rereads << " times by the reduction's loops";
+      os << (fuse ? " costs less than" : " costs more than") << " its own kernel (a launch and a "
+         << llvm::format("%.0f", double(bytes) / 1024) << " KiB round trip)";
       if (hasSymbolicDims(operand->type) || hasSymbolicDims(call.getResult()->type))
         os << " (symbolic dims counted as " << kSymbolicDimEstimate << ")";
       os.flush();

@@ -213,6 +213,13 @@ bool KernelLowering::emitStrided(const KStage &stage, const std::vector<KExprPtr
     innerCoords.back() = add(rowStart, KExpr::var(lane));
     flatIndex = add(element, KExpr::var(lane));
   }
+  // One element per row (a row value: `%s[i0, 0]`): thread 0 computes it,
+  // at coordinate 0, not at `tx` under `tx < 1`.
+  if (innerTotal->kind == KExpr::IntConst && innerTotal->intValue == 1 && vector == 1) {
+    for (KExprPtr &coord : innerCoords)
+      coord = cnst(0);
+    flatIndex = cnst(0);
+  }
   std::map<std::string, KExprPtr> bindings;
   std::vector<KExprPtr> coords = rowCoords;
   coords.insert(coords.end(), innerCoords.begin(), innerCoords.end());

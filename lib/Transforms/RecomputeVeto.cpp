@@ -133,8 +133,9 @@ std::set<int> fusec::vetoRecomputation(const Module &module, const Function &fun
       bool separate = !cost.fuse() && stayingProducer.empty();
       std::string reason;
       llvm::raw_string_ostream os(reason);
-      os << "the " << (kind == OpPatternKind::CommReduce ? "reduction" : "contraction")
-         << "'s loop would evaluate it " << factor << " times per element ("
+      os << (findContraction(module, graph, partition, group) >= 0 ? "the contraction's loop"
+                                                                    : "the reduction's loop")
+         << " would evaluate it " << factor << " times per element ("
          << llvm::format("%.0f", work) << " FMA slots each), which "
          << (cost.fuse() ? "costs less than" : "costs more than")
          << " its own kernel (a launch and a " << llvm::format("%.1f", double(bytes) / 1024)

@@ -14,7 +14,8 @@
 //   2. matmul (ScheduleMatmul.cpp): a contraction (matmul, batched matmul,
 //      convolution) with its prologues and elementwise epilogue, tiled;
 //   3. reduction (ScheduleReduction.cpp): row reductions with their
-//      elementwise prologues and epilogues;
+//      elementwise prologues and epilogues; with cost-model=roofline, row
+//      values (a chain on a row's mean) placed by estimated time;
 //   4. fallback (ScheduleFallback.cpp): everything else.
 // The schedule is verified against the stages (a failure is a bug of a
 // rule: exit code 3).
@@ -38,7 +39,7 @@ public:
   Schedule() : Pass("schedule") {
     declareOption("cost-model", OptionKind::String, "none",
                   "none: TVM's choices (inline every producer); roofline: place broadcast "
-                  "producers by estimated time")
+                  "producers and a reduction's row values by estimated time")
         .choices = {"none", "roofline"};
     declareOption("target", OptionKind::String, "sm_90",
                   "The cost model's GPU: sm_75, sm_80, sm_86, sm_89, sm_90, h200 or a JSON file")
@@ -74,7 +75,7 @@ public:
       } else if (scheduleMatmul(*kernel, schedule, matmul, cost)) {
         ++NumMatmul;
         why = matmul;
-      } else if (scheduleRowReduction(*kernel, schedule, reduction)) {
+      } else if (scheduleRowReduction(*kernel, schedule, reduction, cost)) {
         ++NumReduction;
         why = reduction;
       } else {

@@ -93,7 +93,8 @@ void placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
 /// Reductions that share their rows with the one output (row sums,
 /// softmax, layer_norm, mean): one block per row, reductions computed at
 /// block level, spatial stages inlined.
-bool scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std::string &why);
+bool scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std::string &why,
+                          const ScheduleCostContext &cost);
 /// A contraction with at least a 16 x 16 output tile per batch, alone or
 /// with an elementwise epilogue: tiles through shared memory (with a target,
 /// tiles small enough to give every SM a block).

@@ -268,6 +268,17 @@ double fusec::expressionWork(const KExpr &expr, const TargetDesc &target,
   return expressionWorkMemo(expr, target, inlined, stageWork);
 }
 
+double fusec::estimateComputeAtUs(double workPerElement, ComputeAtBlocks computeAt, double memoryUs,
+                                  const TargetDesc &target) {
+  int64_t blocks = std::max<int64_t>(1, computeAt.blocks);
+  int64_t perBlock = std::max<int64_t>(1, computeAt.perBlock);
+  double chainUs =
+      (workPerElement * 4.0 * double((perBlock + 127) / 128) + 100.0) / (target.clockGHz * 1e3);
+  double waves = std::ceil(double(blocks) / (double(target.smCount) * 8.0));
+  double work = workPerElement * double(perBlock * blocks) / target.flopsPerUs();
+  return std::max({work, memoryUs, waves * chainUs}) - memoryUs + chainUs;
+}
+
 PlacementCost fusec::estimatePlacement(const KStage &producer, int64_t producerElements,
                                        int64_t producerBytes, int64_t rootElements,
                                        int64_t rootBytes, ComputeAtBlocks computeAt,
@@ -293,16 +304,9 @@ PlacementCost fusec::estimatePlacement(const KStage &producer, int64_t producerE
   // traffic, so only the first wave's chain is exposed, and the waves'
   // chains together are a third roof beside compute and memory. No
   // blocks: not possible.
-  int64_t blocks = computeAt.blocks;
-  cost.computeAtPossible = blocks > 0;
-  if (cost.computeAtPossible) {
-    int64_t perBlock = std::max<int64_t>(1, computeAt.perBlock);
-    double chainUs = (cost.workPerElement * 4.0 * double((perBlock + 127) / 128) + 100.0) /
-                     (target.clockGHz * 1e3);
-    double waves = std::ceil(double(blocks) / (double(target.smCount) * 8.0));
-    double work = cost.workPerElement * double(perBlock * blocks) / target.flopsPerUs();
-    cost.computeAtUs = std::max({work, memoryUs, waves * chainUs}) - memoryUs + chainUs;
-  }
+  cost.computeAtPossible = computeAt.blocks > 0;
+  if (cost.computeAtPossible)
+    cost.computeAtUs = estimateComputeAtUs(cost.workPerElement, computeAt, memoryUs, target);
   cost.materializeUs = roofline(cost.workPerElement * double(producerElements),
                                 2.0 * double(producerBytes)) +
                        target.launchOverheadUs;

@@ -18,10 +18,12 @@
 //      consumer is in the chain (what leaves with p); its work per element
 //      is the sum of the chain kernels' expression work;
 //   3. estimateRecompute: the chain re-evaluated `factor` times per element
-//      against one launch plus a write and a read of p; when separate is
-//      cheaper, the chain becomes a group of its own (representative p),
-//      unless a member that stays feeds the chain (a cycle: the remark
-//      says so).
+//      (for a row value of the group's row reductions, which the reduction
+//      rule can compute once per row at the block, the cheaper of that and
+//      estimateComputeAtUs) against one launch plus a write and a read of
+//      p; when separate is cheaper, the chain becomes a group of its own
+//      (representative p), unless a member that stays feeds the chain (a
+//      cycle: the remark says so).
 // Every factor > 1 decision is a remark (with both estimates) and a report
 // decision; a refusal's remark is fuse-ops' own for the cut edge. Symbolic
 // dims count as kSymbolicDimEstimate (the reason says so); the factor of a
@@ -56,6 +58,53 @@ static double kernelWork(const Module &module, const Binding &binding, const Tar
     for (const KStage &stage : kernel->stages)
       work += expressionWork(*stage.body, target, {});
   return work;
+}
+
+static std::vector<Dim> withoutTrailingOnes(const Shape &shape) {
+  std::vector<Dim> dims(shape.begin(), shape.end());
+  while (!dims.empty() && dims.back().isOne())
+    dims.pop_back();
+  return dims;
+}
+
+static bool reducesLastIndex(const KExpr &expr, const KStage &stage) {
+  if (expr.kind == KExpr::Load && !expr.args.empty())
+    for (const auto &reduce : stage.reduceVars)
+      if (usesVar(*expr.args.back(), reduce.first))
+        return true;
+  for (const KExprPtr &arg : expr.args)
+    if (arg && reducesLastIndex(*arg, stage))
+      return true;
+  return false;
+}
+
+/// Whether the reduction rule (ScheduleReduction.cpp, with a target) can
+/// compute `p` once per row at the block instead of inlining it: the group
+/// has no contraction, and p's value is one element per row R (its shape
+/// R then 1s) of reductions that all reduce rows R along their innermost
+/// axis (each reduction stage of shape R then 1s, reading some load with a
+/// reduction variable in its last index).
+static bool isRowValueOfGroup(const Module &module, const FusionGraph &graph,
+                              const Partition &partition, int group,
+                              const std::vector<int> &members, int p) {
+  if (findContraction(module, graph, partition, group) >= 0)
+    return false;
+  std::vector<Dim> rows = withoutTrailingOnes(graph.nodes[p].value->type.getShape());
+  bool anyReduction = false;
+  for (int q : members) {
+    if (partition.group[q] != group || !graph.nodes[q].binding)
+      continue;
+    const Kernel *kernel = module.lookupKernel(graph.nodes[q].binding->callee);
+    for (const KStage &stage : kernel ? kernel->stages : std::vector<KStage>()) {
+      if (!stage.isReduction())
+        continue;
+      anyReduction = true;
+      if (withoutTrailingOnes(kernel->findBuffer(stage.buffer)->type.getShape()) != rows ||
+          !reducesLastIndex(*stage.body, stage))
+        return false;
+    }
+  }
+  return anyReduction;
 }
 
 std::set<int> fusec::vetoRecomputation(const Module &module, const Function &function,
@@ -119,6 +168,11 @@ std::set<int> fusec::vetoRecomputation(const Module &module, const Function &fun
       // Step 3: the estimates.
       int64_t bytes = *elements * dtypeBytes(node.value->type.getDType());
       PrologueCost cost = estimateRecompute(work, *elements, bytes, factor, target);
+      // A row value of the group's row reductions: the schedule computes it
+      // once per row at the block when that beats inlining.
+      bool rowValue = isRowValueOfGroup(module, graph, partition, group, members, p);
+      if (rowValue)
+        cost.fusedUs = std::min(cost.fusedUs, estimateComputeAtUs(work, {*elements, 1}, 0, target));
       // The group is convex (TVM's fusion keeps every path between members
       // inside), so the chain can leave only if no member that stays feeds
       // it: one that does would be computed before and after the chain's
@@ -134,10 +188,12 @@ std::set<int> fusec::vetoRecomputation(const Module &module, const Function &fun
       std::string reason;
       llvm::raw_string_ostream os(reason);
       os << (findContraction(module, graph, partition, group) >= 0 ? "the contraction's loop"
-                                                                    : "the reduction's loop")
-         << " would evaluate it " << factor << " times per element ("
-         << llvm::format("%.0f", work) << " FMA slots each), which "
-         << (cost.fuse() ? "costs less than" : "costs more than")
+                                                                   : "the reduction's loop")
+         << " would evaluate it " << factor << " times per element (" << llvm::format("%.0f", work)
+         << " FMA slots each)"
+         << (rowValue ? ", or once per row at the block (a row value of the group's reductions)"
+                      : "")
+         << ", which " << (cost.fuse() ? "costs less than" : "costs more than")
          << " its own kernel (a launch and a " << llvm::format("%.1f", double(bytes) / 1024)
          << " KiB round trip)";
       if (isSymbolicNode(graph, p) || isSymbolicNode(graph, widest))

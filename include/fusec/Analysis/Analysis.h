@@ -223,6 +223,12 @@ struct PlacementCost {
     return choice == "inline" ? inlineUs : choice == "compute_at" ? computeAtUs : materializeUs;
   }
 };
+/// compute_at's estimate alone: `computeAt.blocks` blocks each evaluating
+/// `perBlock` producer elements of `workPerElement` FMA slots before they
+/// store, the chain of the first wave exposed, beside `memoryUs` of the
+/// root's own traffic (what it hides).
+double estimateComputeAtUs(double workPerElement, ComputeAtBlocks computeAt, double memoryUs,
+                           const TargetDesc &target);
 PlacementCost estimatePlacement(const KStage &producer, int64_t producerElements,
                                 int64_t producerBytes, int64_t rootElements, int64_t rootBytes,
                                 ComputeAtBlocks computeAt, const TargetDesc &target,

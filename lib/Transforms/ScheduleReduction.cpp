@@ -56,18 +56,6 @@ static bool reducesInnermost(const KExpr &body, const Kernel &kernel, const KSta
   return false;
 }
 
-/// Whether `load` leaves out one of `vars` (its value is shared by outputs).
-static bool sharedAcross(const KExpr &load, const std::vector<std::string> &vars) {
-  for (const std::string &var : vars) {
-    bool used = false;
-    for (const KExprPtr &index : load.args)
-      used |= usesVar(*index, var);
-    if (!used)
-      return true;
-  }
-  return false;
-}
-
 static void collectLoads(const KExpr &e, std::vector<const KExpr *> &loads) {
   if (e.kind == KExpr::Load)
     loads.push_back(&e);
@@ -76,10 +64,13 @@ static void collectLoads(const KExpr &e, std::vector<const KExpr *> &loads) {
       collectLoads(*arg, loads);
 }
 
-/// A sum of products whose factors are loads, one shared by several
-/// outputs: the multiply-accumulate of a matmul or a convolution. A
-/// variable over a dim of size 1 (a keepdims axis: `sum(x * x)` into
-/// [m, 1]) spans one output, so a load without it is shared by none.
+/// A sum of products one of whose factors is shared by several outputs
+/// (leaves out a spatial variable): the multiply-accumulate of a matmul or
+/// a convolution. A factor that an output dimension's variable enters only
+/// through a broadcast operand (a position embedding `p[0, i1, r0]` added
+/// to `x[i0, i1, r0]`) still depends on it, so a sum of squares of such a
+/// sum is none; nor is one into a keepdims axis (`sum(x * x)` into [m, 1]),
+/// whose variable spans one output.
 static bool isContraction(const Kernel &kernel, const KStage &stage) {
   if (stage.combiner != "add")
     return false;
@@ -94,13 +85,9 @@ static bool isContraction(const Kernel &kernel, const KStage &stage) {
   if (left.empty() || right.empty())
     return false;
   const Shape &shape = kernel.findBuffer(stage.buffer)->type.getShape();
-  std::vector<std::string> spanning;
-  for (size_t d = 0; d < stage.spatialVars.size() && d < shape.size(); ++d)
-    if (!shape[d].isOne())
-      spanning.push_back(stage.spatialVars[d]);
-  for (const auto *side : {&left, &right})
-    for (const KExpr *load : *side)
-      if (sharedAcross(*load, spanning))
+  for (const KExprPtr &factor : body->args)
+    for (size_t d = 0; d < stage.spatialVars.size() && d < shape.size(); ++d)
+      if (!shape[d].isOne() && !usesVar(*factor, stage.spatialVars[d]))
         return true;
   return false;
 }

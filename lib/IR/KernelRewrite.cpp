@@ -179,6 +179,14 @@ bool fusec::loadsBuffer(const KExpr &e, llvm::StringRef buffer) {
   return false;
 }
 
+int64_t fusec::countLoads(const KExpr &e, llvm::StringRef buffer) {
+  int64_t loads = e.kind == KExpr::Load && e.name == buffer;
+  for (const KExprPtr &arg : e.args)
+    if (arg)
+      loads += countLoads(*arg, buffer);
+  return loads;
+}
+
 bool fusec::hasLoad(const KExpr &e) {
   if (e.kind == KExpr::Load)
     return true;

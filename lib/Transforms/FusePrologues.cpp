@@ -63,27 +63,14 @@ static bool isReductionAnchor(const Kernel &kernel) {
          !contractionOf(kernel, contraction);
 }
 
-static int64_t countLoads(const KExpr &expr, llvm::StringRef buffer) {
-  int64_t loads = expr.kind == KExpr::Load && expr.name == buffer;
-  for (const KExprPtr &arg : expr.args)
-    if (arg)
-      loads += countLoads(*arg, buffer);
-  return loads;
-}
-
 /// How many times the loops of `kernel`, spatial internals inlined (as the
-/// reduction and fallback rules do), read `input` per element of it: each
-/// load counts its stage's iterations, reductions included.
+/// reduction and fallback rules do), read `input` per element of it.
 static int64_t readsPerElement(const Kernel &kernel, const KBuffer &input) {
-  double elements = double(estimatedNumElements(input.type)), reads = 0;
-  for (const KStage &stage : inlineSpatialInternals(kernel)) {
-    if (isInternal(kernel, stage) && !stage.isReduction())
-      continue; // inlined into the stages counted here
-    double iterations = double(estimatedNumElements(kernel.findBuffer(stage.buffer)->type));
-    for (const auto &reduce : stage.reduceVars)
-      iterations *= double(estimatedProduct(reduce.second));
-    reads += double(countLoads(*stage.body, input.name)) * iterations;
-  }
+  double elements = double(estimatedNumElements(input.type));
+  double reads = countReads(
+      kernel, inlineSpatialInternals(kernel),
+      [&](const KStage &stage) { return isInternal(kernel, stage) && !stage.isReduction(); },
+      input.name);
   return elements > 0 ? saturatingInt64(std::max(1.0, std::ceil(reads / elements))) : 1;
 }
 

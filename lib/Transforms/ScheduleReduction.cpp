@@ -102,14 +102,6 @@ static bool reduceInReaderThreads(const Kernel &kernel, const std::vector<KStage
   return true;
 }
 
-static int64_t countLoadsOf(const KExpr &expr, llvm::StringRef buffer) {
-  int64_t loads = expr.kind == KExpr::Load && expr.name == buffer;
-  for (const KExprPtr &arg : expr.args)
-    if (arg)
-      loads += countLoadsOf(*arg, buffer);
-  return loads;
-}
-
 /// Whether `stage` holds one value per row: spatial, internal, of shape
 /// `rows` followed by 1s.
 static bool isRowValue(const Kernel &kernel, const KStage &stage, const std::vector<Dim> &rows) {
@@ -157,15 +149,9 @@ static void placeRowValues(const Kernel &kernel, const std::vector<Dim> &rows, c
   std::vector<KStage> flattened = inlineStagesWhere(
       kernel, [&](size_t j) { return inlined.count(kernel.stages[j].buffer) != 0; });
   for (const KStage *candidate : candidates) {
-    double evaluations = 0;
-    for (const KStage &reader : flattened) {
-      if (inlined.count(reader.buffer))
-        continue;
-      double iterations = double(estimatedNumElements(kernel.findBuffer(reader.buffer)->type));
-      for (const auto &reduce : reader.reduceVars)
-        iterations *= double(estimatedProduct(reduce.second));
-      evaluations += double(countLoadsOf(*reader.body, candidate->buffer)) * iterations;
-    }
+    double evaluations = countReads(
+        kernel, flattened, [&](const KStage &stage) { return inlined.count(stage.buffer) != 0; },
+        candidate->buffer);
     const Type &type = kernel.findBuffer(candidate->buffer)->type;
     PlacementCost estimate =
         estimatePlacement(*candidate, rowCount, rowCount * dtypeBytes(type.getDType()),

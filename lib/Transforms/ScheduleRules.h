@@ -28,6 +28,12 @@ std::vector<KStage> inlineSpatialInternals(const Kernel &kernel);
 std::vector<KStage> inlineStagesWhere(const Kernel &kernel,
                                       llvm::function_ref<bool(size_t)> inlined);
 bool isInternal(const Kernel &kernel, const KStage &stage);
+/// How many times `stages` read `buffer` in all, each load counting its
+/// stage's iterations (reductions included; symbolic dims as
+/// kSymbolicDimEstimate), leaving out the stages `inlined` names (their
+/// loads are counted where they were substituted).
+double countReads(const Kernel &kernel, llvm::ArrayRef<KStage> stages,
+                  llvm::function_ref<bool(const KStage &)> inlined, llvm::StringRef buffer);
 /// The widest vector (at most 16 bytes) that divides the stage's static
 /// last dim; 1 for reductions, 0-d stages and symbolic last dims.
 int64_t chooseVectorWidth(const Kernel &kernel, const KStage &stage);

@@ -99,6 +99,13 @@ TEST_CASE("cost model: work, placements and prologues", "[cost]") {
   CHECK(column.computeAtPossible);
   CHECK(column.choice == "compute_at");
   CHECK(column.computeAtUs < column.materializeUs);
+  // estimateComputeAtUs is compute_at's estimate alone: the same figure,
+  // and a longer chain per block costs more.
+  CHECK(estimateComputeAtUs(costly.workPerElement, {1024, 1},
+                            double(rootBytes) / target.bytesPerUs(),
+                            target) == Approx(costly.computeAtUs));
+  CHECK(estimateComputeAtUs(costly.workPerElement, {1024, 1}, 0, target) <
+        estimateComputeAtUs(2 * costly.workPerElement, {1024, 1}, 0, target));
 
   // Prologues: relu (1 slot) on a 512x512 f16 operand fuses; a 160-slot
   // chain on 512x1024 with N = 4096 does not. The re-reads follow the

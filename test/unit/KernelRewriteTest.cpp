@@ -127,3 +127,13 @@ TEST_CASE("uniqueValueName gives names that read back", "[ir]") {
   CHECK(uniqueValueName("7", taken) == "v7_1");     // never %7_1
   CHECK(uniqueValueName("7_max", taken) == "v7_max"); // %7_max is not a name
 }
+
+TEST_CASE("countLoads counts every load of a buffer", "[ir][rewrite]") {
+  KExprPtr a = KExpr::load("a", {v("i")}, DType::f32);
+  KExprPtr b = KExpr::load("b", {KExpr::load("a", {v("i")}, DType::i64)}, DType::f32);
+  KExprPtr sum = KExpr::call("add", {a, KExpr::call("multiply", {a, b}, DType::f32)}, DType::f32);
+  CHECK(countLoads(*sum, "a") == 3); // two operands and one index
+  CHECK(countLoads(*sum, "b") == 1);
+  CHECK(countLoads(*sum, "c") == 0);
+  CHECK(loadsBuffer(*sum, "b"));
+}

@@ -369,6 +369,8 @@ bool exceedsInliningLimit(const KExpr &e);
 bool usesVar(const KExpr &e, llvm::StringRef var);
 /// Whether `e` loads `buffer` anywhere.
 bool loadsBuffer(const KExpr &e, llvm::StringRef buffer);
+/// How many loads of `buffer` `e` holds.
+int64_t countLoads(const KExpr &e, llvm::StringRef buffer);
 /// Whether `e` loads any buffer.
 bool hasLoad(const KExpr &e);
 /// The largest constant known to divide `e` (1 when nothing is known).

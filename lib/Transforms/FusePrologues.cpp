@@ -74,18 +74,27 @@ static int64_t readsPerElement(const Kernel &kernel, const KBuffer &input) {
   return elements > 0 ? saturatingInt64(std::max(1.0, std::ceil(reads / elements))) : 1;
 }
 
-int fusec::findContraction(const Module &module, const FusionGraph &graph,
-                           const Partition &partition, int group) {
+/// The first node of `group` that calls a kernel `isAnchor` accepts, or -1.
+static int findGroupKernel(const Module &module, const FusionGraph &graph,
+                           const Partition &partition, int group,
+                           llvm::function_ref<bool(const Kernel &)> isAnchor) {
   for (int node = 0; node < int(graph.nodes.size()); ++node) {
     const Binding *binding = graph.nodes[node].binding;
     if (!binding || partition.group[node] != group || binding->kind != ExprKind::CallKernel)
       continue;
     const Kernel *kernel = module.lookupKernel(binding->callee);
-    Contraction contraction;
-    if (kernel && contractionOf(*kernel, contraction))
+    if (kernel && isAnchor(*kernel))
       return node;
   }
   return -1;
+}
+
+int fusec::findContraction(const Module &module, const FusionGraph &graph,
+                           const Partition &partition, int group) {
+  return findGroupKernel(module, graph, partition, group, [](const Kernel &kernel) {
+    Contraction contraction;
+    return contractionOf(kernel, contraction);
+  });
 }
 
 std::set<int> fusec::mergePrologues(const Module &module, const Function &function,
@@ -98,15 +107,8 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
       contractionGroups.insert(partition.group[node]);
   for (int group : contractionGroups) {
     int c = findContraction(module, graph, partition, group);
-    for (int node = 0; c < 0 && node < int(graph.nodes.size()); ++node) {
-      const Binding *binding = graph.nodes[node].binding;
-      const Kernel *kernel =
-          binding && partition.group[node] == group && binding->kind == ExprKind::CallKernel
-              ? module.lookupKernel(binding->callee)
-              : nullptr;
-      if (kernel && isReductionAnchor(*kernel))
-        c = node;
-    }
+    if (c < 0)
+      c = findGroupKernel(module, graph, partition, group, isReductionAnchor);
     if (c < 0)
       continue;
     const Binding &call = *graph.nodes[c].binding;

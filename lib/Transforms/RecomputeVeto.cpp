@@ -31,6 +31,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "FusePrologues.h"
+#include "ScheduleRules.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -67,44 +68,33 @@ static std::vector<Dim> withoutTrailingOnes(const Shape &shape) {
   return dims;
 }
 
-static bool reducesLastIndex(const KExpr &expr, const KStage &stage) {
-  if (expr.kind == KExpr::Load && !expr.args.empty())
-    for (const auto &reduce : stage.reduceVars)
-      if (usesVar(*expr.args.back(), reduce.first))
-        return true;
-  for (const KExprPtr &arg : expr.args)
-    if (arg && reducesLastIndex(*arg, stage))
-      return true;
-  return false;
-}
-
-/// Whether the reduction rule (ScheduleReduction.cpp, with a target) can
-/// compute `p` once per row at the block instead of inlining it: the group
-/// has no contraction, and p's value is one element per row R (its shape
-/// R then 1s) of reductions that all reduce rows R along their innermost
-/// axis (each reduction stage of shape R then 1s, reading some load with a
-/// reduction variable in its last index).
-static bool isRowValueOfGroup(const Module &module, const FusionGraph &graph,
-                              const Partition &partition, int group,
-                              const std::vector<int> &members, int p) {
-  if (findContraction(module, graph, partition, group) >= 0)
-    return false;
-  std::vector<Dim> rows = withoutTrailingOnes(graph.nodes[p].value->type.getShape());
-  bool anyReduction = false;
+/// The rows R of a group without a contraction whose reductions all reduce
+/// rows R along their innermost axis (each of shape R then 1s, as the
+/// reduction rule sees it: spatial internals inlined): a member of shape R
+/// then 1s is a row value, which that rule can compute once per row at the
+/// block instead of inlining it. Nullopt for any other group.
+static std::optional<std::vector<Dim>> rowReductionRows(const Module &module,
+                                                        const FusionGraph &graph,
+                                                        const std::vector<int> &members,
+                                                        bool hasContraction) {
+  if (hasContraction)
+    return std::nullopt;
+  std::optional<std::vector<Dim>> rows;
   for (int q : members) {
-    if (partition.group[q] != group || !graph.nodes[q].binding)
+    const Kernel *kernel =
+        graph.nodes[q].binding ? module.lookupKernel(graph.nodes[q].binding->callee) : nullptr;
+    if (!kernel)
       continue;
-    const Kernel *kernel = module.lookupKernel(graph.nodes[q].binding->callee);
-    for (const KStage &stage : kernel ? kernel->stages : std::vector<KStage>()) {
+    for (const KStage &stage : inlineSpatialInternals(*kernel)) {
       if (!stage.isReduction())
         continue;
-      anyReduction = true;
-      if (withoutTrailingOnes(kernel->findBuffer(stage.buffer)->type.getShape()) != rows ||
-          !reducesLastIndex(*stage.body, stage))
-        return false;
+      std::vector<Dim> own = withoutTrailingOnes(kernel->findBuffer(stage.buffer)->type.getShape());
+      if ((rows && own != *rows) || !reducesInnermost(*kernel, stage))
+        return std::nullopt;
+      rows = own;
     }
   }
-  return anyReduction;
+  return rows;
 }
 
 std::set<int> fusec::vetoRecomputation(const Module &module, const Function &function,
@@ -120,6 +110,9 @@ std::set<int> fusec::vetoRecomputation(const Module &module, const Function &fun
     if (members.size() < 2 ||
         (kind != OpPatternKind::CommReduce && kind != OpPatternKind::OutEWiseFusable))
       continue;
+    bool hasContraction = findContraction(module, graph, partition, group) >= 0;
+    std::optional<std::vector<Dim>> reductionRows =
+        rowReductionRows(module, graph, members, hasContraction);
     // Later members first: a chain that leaves takes its producers along.
     for (auto it = members.rbegin(); it != members.rend(); ++it) {
       int p = *it;
@@ -170,7 +163,8 @@ std::set<int> fusec::vetoRecomputation(const Module &module, const Function &fun
       PrologueCost cost = estimateRecompute(work, *elements, bytes, factor, target);
       // A row value of the group's row reductions: the schedule computes it
       // once per row at the block when that beats inlining.
-      bool rowValue = isRowValueOfGroup(module, graph, partition, group, members, p);
+      bool rowValue =
+          reductionRows && withoutTrailingOnes(node.value->type.getShape()) == *reductionRows;
       if (rowValue)
         cost.fusedUs = std::min(cost.fusedUs, estimateComputeAtUs(work, {*elements, 1}, 0, target));
       // The group is convex (TVM's fusion keeps every path between members
@@ -187,8 +181,7 @@ std::set<int> fusec::vetoRecomputation(const Module &module, const Function &fun
       bool separate = !cost.fuse() && stayingProducer.empty();
       std::string reason;
       llvm::raw_string_ostream os(reason);
-      os << (findContraction(module, graph, partition, group) >= 0 ? "the contraction's loop"
-                                                                   : "the reduction's loop")
+      os << (hasContraction ? "the contraction's loop" : "the reduction's loop")
          << " would evaluate it " << factor << " times per element (" << llvm::format("%.0f", work)
          << " FMA slots each)"
          << (rowValue ? ", or once per row at the block (a row value of the group's reductions)"

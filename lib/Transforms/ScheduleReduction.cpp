@@ -41,8 +41,7 @@ using namespace fusec;
 /// Threads per warp: a row reduction's smallest block.
 static constexpr int64_t kWarpLanes = 32;
 
-/// Whether some input is read with a reduction variable in its last index.
-static bool reducesInnermost(const KExpr &body, const Kernel &kernel, const KStage &stage) {
+static bool loadsInputAlongReduction(const KExpr &body, const Kernel &kernel, const KStage &stage) {
   if (body.kind == KExpr::Load && !body.args.empty()) {
     const KBuffer *buffer = kernel.findBuffer(body.name);
     if (buffer && buffer->role == KBuffer::Input)
@@ -51,9 +50,13 @@ static bool reducesInnermost(const KExpr &body, const Kernel &kernel, const KSta
           return true;
   }
   for (const KExprPtr &arg : body.args)
-    if (arg && reducesInnermost(*arg, kernel, stage))
+    if (arg && loadsInputAlongReduction(*arg, kernel, stage))
       return true;
   return false;
+}
+
+bool fusec::reducesInnermost(const Kernel &kernel, const KStage &stage) {
+  return loadsInputAlongReduction(*stage.body, kernel, stage);
 }
 
 static void collectLoads(const KExpr &e, std::vector<const KExpr *> &loads) {
@@ -216,7 +219,7 @@ bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std:
   for (const KStage *reduction : reductions) {
     if (kernel.findBuffer(reduction->buffer)->type.getShape() != rows)
       return why = "reductions of different shapes", false;
-    if (!reducesInnermost(*reduction->body, kernel, *reduction))
+    if (!reducesInnermost(kernel, *reduction))
       return why = "'%" + reduction->buffer + "' reduces a column, not a row", false;
     if (isContraction(kernel, *reduction))
       return why = "'%" + reduction->buffer + "' is a contraction", false;

@@ -28,6 +28,10 @@ std::vector<KStage> inlineSpatialInternals(const Kernel &kernel);
 std::vector<KStage> inlineStagesWhere(const Kernel &kernel,
                                       llvm::function_ref<bool(size_t)> inlined);
 bool isInternal(const Kernel &kernel, const KStage &stage);
+/// Whether the reduction `stage` (spatial internals inlined into it) reads
+/// some input with a reduction variable in its last index: a row, not a
+/// column, reduction.
+bool reducesInnermost(const Kernel &kernel, const KStage &stage);
 /// How many times `stages` read `buffer` in all, each load counting its
 /// stage's iterations (reductions included; symbolic dims as
 /// kSymbolicDimEstimate), leaving out the stages `inlined` names (their

@@ -65,6 +65,8 @@ std::string makeModule(int64_t count, Shape shape) {
       os << "    %" << name << " = call_kernel @exp(%x)\n";
       outputs.push_back("%" + name);
       break;
+    case Shape::Recurrence: // makeRecurrence's
+      break;
     }
     if (shape != Shape::Diamond || i % 3 == 2)
       last = name;

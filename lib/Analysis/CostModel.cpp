@@ -321,9 +321,10 @@ PlacementCost fusec::estimatePlacement(const KStage &producer, int64_t producerE
   return cost;
 }
 
-PrologueCost fusec::estimatePrologue(double workPerElement, int64_t elements, int64_t bytes,
-                                     int64_t otherExtent, int64_t tile, const TargetDesc &target) {
-  return estimateRecompute(workPerElement, elements, bytes,
+PrologueCost fusec::estimatePrologue(double workPerElement, double ownWork, int64_t elements,
+                                     int64_t bytes, int64_t otherExtent, int64_t tile,
+                                     const TargetDesc &target) {
+  return estimateRecompute(workPerElement, ownWork, elements, bytes,
                            std::max<int64_t>(1, (otherExtent + tile - 1) / tile), target);
 }
 
@@ -346,12 +347,12 @@ bool fusec::targetHasTensorCores(const TargetDesc &target) {
   return arch.consume_front("sm_") && !arch.getAsInteger(10, version) && version >= 80;
 }
 
-PrologueCost fusec::estimateRecompute(double workPerElement, int64_t elements, int64_t bytes,
-                                      int64_t factor, const TargetDesc &target) {
+PrologueCost fusec::estimateRecompute(double workPerElement, double ownWork, int64_t elements,
+                                      int64_t bytes, int64_t factor, const TargetDesc &target) {
   PrologueCost cost;
   cost.rereads = std::max<int64_t>(1, factor);
-  double work = workPerElement * double(elements) / target.flopsPerUs();
-  cost.fusedUs = work * double(cost.rereads);
-  cost.separateUs = target.launchOverheadUs + 2.0 * double(bytes) / target.bytesPerUs() + work;
+  cost.fusedUs = workPerElement * double(elements) * double(cost.rereads) / target.flopsPerUs();
+  cost.separateUs = target.launchOverheadUs + 2.0 * double(bytes) / target.bytesPerUs() +
+                    ownWork / target.flopsPerUs();
   return cost;
 }

@@ -488,6 +488,8 @@ static nlohmann::ordered_json fusionReportJSON(const FusionReport &report,
       entry["prologue"] = group.prologue;
     if (!group.epilogue.empty())
       entry["epilogue"] = group.epilogue;
+    if (!group.merged.empty())
+      entry["merged"] = group.merged;
     root["groups"].push_back(entry);
   }
   // `unfused_by_function` says whose each name is.

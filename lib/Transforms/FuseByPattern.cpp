@@ -264,7 +264,7 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
                    ") would reject the match)");
     if (context.report)
       context.report->groups.push_back(
-          {outlined.function, "composite", "", pattern.name, memberNames, {}, {}, function.name});
+          {outlined.function, "composite", "", pattern.name, memberNames, {}, {}, function.name, {}});
     FUSEC_DEBUG("composite " + outlined.function + " (" + pattern.name +
                 "): " + llvm::join(memberNames, ", "));
   }

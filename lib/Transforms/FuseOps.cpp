@@ -27,7 +27,10 @@
 // (FusePrologues.cpp); with recompute-veto=true (not TVM; -O2), before
 // that, a producer a reduction's or contraction's loop would recompute per
 // broadcast element leaves the group where its own kernel is cheaper
-// (RecomputeVeto.cpp).
+// (RecomputeVeto.cpp); with merge-reductions=true (not TVM; -O2), after
+// the prologues, a group of row reductions that only a later group of row
+// reductions over the same rows reads joins it where the cost model says so
+// (MergeRowReductions.cpp: a decomposed layer norm becomes one kernel).
 // Options: max-fused-ops, max-function-args (inputs plus outputs of the
 // fused kernel; 0 = no limit), max-merges (stop after N fusions; -1 = all).
 //
@@ -78,6 +81,10 @@ public:
                   "Keep a producer out of a reduction's or matmul's group when the loop "
                   "would recompute it per broadcast element at a cost above its own kernel "
                   "(XLA-style; not TVM)");
+    declareOption("merge-reductions", OptionKind::Bool, "false",
+                  "Merge a group of row reductions into the one group of row reductions over "
+                  "the same rows that reads it (a decomposed layer norm) when the cost model "
+                  "says so (not TVM)");
     declareOption("target", OptionKind::String, "sm_90",
                   "The cost model's GPU: sm_75, sm_80, sm_86, sm_89, sm_90, h200 or a file")
         .check = checkTargetSpec;
@@ -89,7 +96,7 @@ private:
                  PassContext &context);
   OutlinedFunctionTable functionTable;
   PartitionOptions options;
-  std::optional<TargetDesc> prologueTarget, vetoTarget;
+  std::optional<TargetDesc> prologueTarget, vetoTarget, mergeTarget;
 };
 } // namespace
 
@@ -102,6 +109,10 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
     vetoRecomputation(module, function, graph, partition, *vetoTarget, context);
   if (prologueTarget)
     prologues = mergePrologues(module, function, graph, partition, *prologueTarget, context);
+  std::set<int> mergedReductions;
+  if (mergeTarget)
+    mergedReductions =
+        mergeRowReductions(module, function, graph, partition, options, *mergeTarget, context);
   // Members of each group, in binding order.
   std::map<int, std::vector<int>> groups;
   for (int node = 0; node < int(graph.nodes.size()); ++node)
@@ -152,10 +163,12 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
     if (context.report) {
       FusionReport::Group entry{outlined.function, "fused",
                                 patternKindName(partition.groupPattern[root]).str(), "",
-                                memberNames, {}, {}, function.name};
+                                memberNames, {}, {}, function.name, {}};
       int contraction = findContraction(module, graph, partition, root);
       for (int node : nodes) {
         std::string name = "%" + graph.nodes[node].value->name;
+        if (mergedReductions.count(node))
+          entry.merged.push_back(name);
         if (prologues.count(node))
           entry.prologue.push_back(name);
         else if (contraction >= 0 && node > contraction)
@@ -172,7 +185,9 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
 bool FuseOps::run(Module &module, PassContext &context) {
   prologueTarget.reset();
   vetoTarget.reset();
-  if (getBoolOption("prologue") || getBoolOption("recompute-veto")) {
+  mergeTarget.reset();
+  if (getBoolOption("prologue") || getBoolOption("recompute-veto") ||
+      getBoolOption("merge-reductions")) {
     TargetDesc target;
     if (!loadTargetDesc(getStringOption("target"), target, context.diag, getName()))
       return false;
@@ -180,6 +195,8 @@ bool FuseOps::run(Module &module, PassContext &context) {
       prologueTarget = target;
     if (getBoolOption("recompute-veto"))
       vetoTarget = target;
+    if (getBoolOption("merge-reductions"))
+      mergeTarget = target;
   }
   options.maxFusedOps = getIntOption("max-fused-ops");
   options.maxFunctionArgs = getIntOption("max-function-args");

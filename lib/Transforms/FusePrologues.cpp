@@ -25,7 +25,8 @@
 //      lib/Analysis/CostModel.cpp): fused = that work at every re-read of
 //      the operand's tiles (a contraction) or at every read of the operand
 //      by C's loops, spatial stages inlined (a reduction); separate = one
-//      launch + the operand written and read back + the work once.
+//      launch + the operand written and read back + each member's work
+//      once per element of its own (a broadcast chain once per row).
 //   3. fused < separate: P's group joins C's. Either way, a remark and a
 //      report decision give both times.
 // Symbolic dims count as kSymbolicDimEstimate in the element counts and in
@@ -74,6 +75,13 @@ static int64_t readsPerElement(const Kernel &kernel, const KBuffer &input) {
   return elements > 0 ? saturatingInt64(std::max(1.0, std::ceil(reads / elements))) : 1;
 }
 
+/// The element count of a prologue member's value (symbolic dims counted
+/// as kSymbolicDimEstimate); `operandElements` for a tuple or no value.
+static int64_t ownElements(const Value *value, int64_t operandElements) {
+  int64_t elements = value && value->type.isTensor() ? estimatedNumElements(value->type) : -1;
+  return elements < 0 ? operandElements : elements;
+}
+
 /// The first node of `group` that calls a kernel `isAnchor` accepts, or -1.
 static int findGroupKernel(const Module &module, const FusionGraph &graph,
                            const Partition &partition, int group,
@@ -115,6 +123,14 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
     const Kernel &kernel = *module.lookupKernel(call.callee);
     Contraction contraction;
     bool isContraction = contractionOf(kernel, contraction);
+    std::optional<std::vector<Dim>> anchorRows;
+    if (!isContraction) {
+      std::vector<int> groupMembers;
+      for (int node = 0; node < int(graph.nodes.size()); ++node)
+        if (graph.nodes[node].binding && partition.group[node] == group)
+          groupMembers.push_back(node);
+      anchorRows = rowReductionRows(module, graph, groupMembers, false);
+    }
     int64_t m = isContraction ? contraction.extent(contraction.m, kSymbolicDimEstimate) : 0,
             n = isContraction ? contraction.extent(contraction.n, kSymbolicDimEstimate) : 0;
     for (size_t i = 0; i < call.operands.size() && i < kernel.inputs.size(); ++i) {
@@ -153,13 +169,31 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
       int64_t elements = estimatedNumElements(operand->type); // -1: a tuple
       if (!eligible || elements < 0)
         continue;
-      double work = 0;
+      // Fused, every member is inlined at each read of the operand; on its
+      // own, a member runs once per element of its own (a broadcast chain
+      // once per row, as the broadcast rule can place it).
+      // In a reduction anchor's group, a member of shape R then 1s (R the
+      // group's reduction rows) is a row value, which the reduction rule
+      // can compute once per row at the block instead of at every read.
+      double work = 0, ownWork = 0, rowWork = 0;
+      int64_t rowElements = 0;
       for (int node : members)
-        if (const Kernel *k = module.lookupKernel(graph.nodes[node].binding->callee))
+        if (const Kernel *k = module.lookupKernel(graph.nodes[node].binding->callee)) {
+          double memberWork = 0;
           for (const KStage &stage : k->stages)
-            work += expressionWork(*stage.body, target, {});
+            memberWork += expressionWork(*stage.body, target, {});
+          work += memberWork;
+          ownWork += memberWork * double(ownElements(graph.nodes[node].value, elements));
+          const Value *value = graph.nodes[node].value;
+          if (anchorRows && value->type.isTensor() &&
+              withoutTrailingOnes(value->type.getShape()) == *anchorRows) {
+            rowWork += memberWork;
+            rowElements = estimatedNumElements(value->type);
+          }
+        }
       int64_t bytes = elements * dtypeBytes(operand->type.getDType());
       PrologueCost estimate;
+      bool rowValuesOnce = false;
       if (isContraction) {
         bool isA = loadsBuffer(*contraction.x, kernel.inputs[i].name);
         bool halves = contraction.xDType == contraction.yDType &&
@@ -167,10 +201,17 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
         int64_t tile =
             matmulBlockTile(m, n, contraction.extent(contraction.batch, kSymbolicDimEstimate),
                             halves && targetHasTensorCores(target), &target);
-        estimate = estimatePrologue(work, elements, bytes, isA ? n : m, tile, target);
+        estimate = estimatePrologue(work, ownWork, elements, bytes, isA ? n : m, tile, target);
       } else {
-        estimate = estimateRecompute(work, elements, bytes,
+        estimate = estimateRecompute(work - rowWork, ownWork, elements, bytes,
                                      readsPerElement(kernel, kernel.inputs[i]), target);
+        if (rowWork > 0) {
+          double inlinedUs =
+              rowWork * double(elements) * double(estimate.rereads) / target.flopsPerUs();
+          double onceUs = estimateComputeAtUs(rowWork, {rowElements, 1}, 0, target);
+          rowValuesOnce = onceUs < inlinedUs;
+          estimate.fusedUs += std::min(inlinedUs, onceUs);
+        }
       }
       int64_t rereads = estimate.rereads;
       double fusedUs = estimate.fusedUs, separateUs = estimate.separateUs;
@@ -185,6 +226,9 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
         os << "evaluated once by the reduction's loops";
       else
         os << "evaluated " << rereads << " times by the reduction's loops";
+      if (rowValuesOnce)
+        os << ", its row values (" << llvm::format("%.0f", rowWork)
+           << " FMA slots) once per row at the block,";
       os << (fuse ? " costs less than" : " costs more than") << " its own kernel (a launch and a "
          << llvm::format("%.0f", double(bytes) / 1024) << " KiB round trip)";
       if (hasSymbolicDims(operand->type) || hasSymbolicDims(call.getResult()->type))
@@ -239,7 +283,7 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
       // The single-use elementwise ops ending at the operand, whatever their
       // shapes: fuse-ops would group them (a broadcast chain included) and
       // fuse the whole group as the prologue, so all of them count.
-      double work = 0;
+      double work = 0, ownWork = 0;
       std::string head;
       // The anchors (out_ewise_fusable: a matmul, convolution, pool,
       // softmax, norm or mean) whose results the chain reads, and the
@@ -281,8 +325,11 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
         // The operand itself must be computed at the operand's shape.
         if (!singleUse || !elementwise || (value == operand && !(producer->getType() == operand->type)))
           continue;
+        double opWork = 0;
         for (const KStage &stage : kernel->stages)
-          work += expressionWork(*stage.body, target, {});
+          opWork += expressionWork(*stage.body, target, {});
+        work += opWork;
+        ownWork += opWork * double(ownElements(value, estimatedNumElements(operand->type)));
         head = "%" + value->name;
         chain.insert(producer);
         for (const Operand &next : producer->operands)
@@ -305,7 +352,7 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
       bool halves = (dtype == DType::f16 || dtype == DType::bf16) &&
                     member->operands[1].value->type.getDType() == dtype;
       PrologueCost cost = estimatePrologue(
-          work, elements, elements * dtypeBytes(operand->type.getDType()), i == 0 ? n : m,
+          work, ownWork, elements, elements * dtypeBytes(operand->type.getDType()), i == 0 ? n : m,
           matmulBlockTile(m, n, batch, halves && targetHasTensorCores(target), &target), target);
       estimate = cost;
       if (!cost.fuse()) {

@@ -14,7 +14,9 @@
 #include "fusec/Analysis/Analysis.h"
 #include "fusec/Pass/Pass.h"
 
+#include <optional>
 #include <set>
+#include <vector>
 
 namespace fusec {
 
@@ -35,6 +37,30 @@ std::set<int> mergePrologues(const Module &module, const Function &function,
 std::set<int> vetoRecomputation(const Module &module, const Function &function,
                                 const FusionGraph &graph, Partition &partition,
                                 const TargetDesc &target, PassContext &context);
+
+/// `shape` without its trailing 1s.
+std::vector<Dim> withoutTrailingOnes(const Shape &shape);
+
+/// The rows R of a group without a contraction (`members`: its nodes)
+/// whose reductions all reduce rows R along their innermost axis (each of
+/// shape R then 1s, as the reduction rule sees it: spatial internals
+/// inlined): a member of shape R then 1s is a row value, which that rule can
+/// compute once per row at the block instead of inlining it. Nullopt for
+/// any other group, and for a group without reductions.
+std::optional<std::vector<Dim>> rowReductionRows(const Module &module, const FusionGraph &graph,
+                                                 const std::vector<int> &members,
+                                                 bool hasContraction);
+
+/// fuse-ops{merge-reductions=true} (MergeRowReductions.cpp): a group of row
+/// reductions whose results only one other group of row reductions over the
+/// same rows reads joins that group when the cost model says so (a
+/// decomposed layer norm's mean-and-center into its variance and divide).
+/// Returns the nodes that moved; every decision is a remark and a report
+/// decision with both estimates.
+std::set<int> mergeRowReductions(const Module &module, const Function &function,
+                                 const FusionGraph &graph, Partition &partition,
+                                 const PartitionOptions &options, const TargetDesc &target,
+                                 PassContext &context);
 
 /// The node of `group`'s contraction (a call_kernel of a matmul or
 /// convolution kernel), or -1.

@@ -61,19 +61,14 @@ static double kernelWork(const Module &module, const Binding &binding, const Tar
   return work;
 }
 
-static std::vector<Dim> withoutTrailingOnes(const Shape &shape) {
+std::vector<Dim> fusec::withoutTrailingOnes(const Shape &shape) {
   std::vector<Dim> dims(shape.begin(), shape.end());
   while (!dims.empty() && dims.back().isOne())
     dims.pop_back();
   return dims;
 }
 
-/// The rows R of a group without a contraction whose reductions all reduce
-/// rows R along their innermost axis (each of shape R then 1s, as the
-/// reduction rule sees it: spatial internals inlined): a member of shape R
-/// then 1s is a row value, which that rule can compute once per row at the
-/// block instead of inlining it. Nullopt for any other group.
-static std::optional<std::vector<Dim>> rowReductionRows(const Module &module,
+std::optional<std::vector<Dim>> fusec::rowReductionRows(const Module &module,
                                                         const FusionGraph &graph,
                                                         const std::vector<int> &members,
                                                         bool hasContraction) {
@@ -160,7 +155,8 @@ std::set<int> fusec::vetoRecomputation(const Module &module, const Function &fun
         work += kernelWork(module, *graph.nodes[q].binding, target);
       // Step 3: the estimates.
       int64_t bytes = *elements * dtypeBytes(node.value->type.getDType());
-      PrologueCost cost = estimateRecompute(work, *elements, bytes, factor, target);
+      PrologueCost cost =
+          estimateRecompute(work, work * double(*elements), *elements, bytes, factor, target);
       // A row value of the group's row reductions: the schedule computes it
       // once per row at the block when that beats inlining.
       bool rowValue =

@@ -144,7 +144,7 @@ PIPE_E = "legalize,annotate-pattern,fuse-ops,fuse-tir,schedule,lower"
 # bodies), cost-aware prologues and broadcast placement; every 2nd seed.
 PIPE_O2 = ("fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true,"
            "prologue-aware=true,target=sm_90},legalize,annotate-pattern,"
-           "fuse-ops{prologue=true,recompute-veto=true,target=sm_90},fuse-tir,"
+           "fuse-ops{prologue=true,recompute-veto=true,merge-reductions=true,target=sm_90},fuse-tir,"
            "schedule{cost-model=roofline,target=sm_90},lower")
 O2_EVERY = 2
 CHECK_EACH_EVERY = 4

@@ -114,13 +114,13 @@ TEST_CASE("cost model: work, placements and prologues", "[cost]") {
   // of 128 x 128 for 132 SMs), 64 re-reads.
   int64_t tile = matmulBlockTile(512, 512, 1, true, &target);
   CHECK(tile == 64);
-  PrologueCost relu = estimatePrologue(1, 512 * 512, 512 * 512 * 2, 512, tile, target);
+  PrologueCost relu = estimatePrologue(1, 512 * 512, 512 * 512, 512 * 512 * 2, 512, tile, target);
   CHECK(relu.rereads == 8);
   CHECK(relu.fuse());
   int64_t wide = matmulBlockTile(512, 4096, 1, true, &target);
   CHECK(wide == 64);
   PrologueCost chainPrologue =
-      estimatePrologue(160, 512 * 1024, 512 * 1024 * 2, 4096, wide, target);
+      estimatePrologue(160, 160.0 * 512 * 1024, 512 * 1024, 512 * 1024 * 2, 4096, wide, target);
   CHECK(chainPrologue.rereads == 64);
   CHECK_FALSE(chainPrologue.fuse());
   // Without the SM check, and without tensor cores: the shape's own tiles.

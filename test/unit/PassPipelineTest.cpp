@@ -65,7 +65,8 @@ TEST_CASE("named pipelines follow spec section 7", "[pass][pipeline]") {
   CHECK(getNamedPipeline("O2") ==
         "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true,"
         "prologue-aware=true,target=sm_90},"
-        "legalize,annotate-pattern,fuse-ops{prologue=true,recompute-veto=true,target=sm_90},"
+        "legalize,annotate-pattern,fuse-ops{prologue=true,recompute-veto=true,merge-reductions="
+        "true,target=sm_90},"
         "fuse-tir,"
         "schedule{cost-model=roofline,target=sm_90},lower");
   CHECK(getNamedPipeline("O2", "none") ==

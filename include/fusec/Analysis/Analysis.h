@@ -238,15 +238,19 @@ PlacementCost estimatePlacement(const KStage &producer, int64_t producerElements
 /// as the operand's tiles load (a prologue) or run it as its own kernel.
 /// A tile of the operand is re-read once per block tile along the other
 /// side (`otherExtent`: N for the first operand, M for the second; `tile`:
-/// the schedule's block tile, matmulBlockTile).
+/// the schedule's block tile, matmulBlockTile). `workPerElement` is the
+/// producer's work per operand element, every stage inlined (what a read
+/// recomputes); `ownWork` its total in a kernel of its own, where each stage
+/// runs once per element of its own (a broadcast chain once per row).
 struct PrologueCost {
   int64_t rereads = 1;
   double fusedUs = 0;    // the producer recomputed at every re-read
   double separateUs = 0; // one launch, the operand written and read back
   bool fuse() const { return fusedUs < separateUs; }
 };
-PrologueCost estimatePrologue(double workPerElement, int64_t elements, int64_t bytes,
-                              int64_t otherExtent, int64_t tile, const TargetDesc &target);
+PrologueCost estimatePrologue(double workPerElement, double ownWork, int64_t elements,
+                              int64_t bytes, int64_t otherExtent, int64_t tile,
+                              const TargetDesc &target);
 /// The square block tile the matmul schedule rule gives an M x N contraction
 /// (`batch` of them; ScheduleMatmul.cpp uses this choice): with tensor cores
 /// (`tensorCores`: f16/bf16 operands on an arch that has mma.sync) 32 when
@@ -259,8 +263,8 @@ bool targetHasTensorCores(const TargetDesc &target);
 /// The same comparison for a producer re-evaluated `factor` times per
 /// element (a broadcast read inside a reduction's loop) against its own
 /// kernel; `rereads` is `factor`.
-PrologueCost estimateRecompute(double workPerElement, int64_t elements, int64_t bytes,
-                               int64_t factor, const TargetDesc &target);
+PrologueCost estimateRecompute(double workPerElement, double ownWork, int64_t elements,
+                               int64_t bytes, int64_t factor, const TargetDesc &target);
 
 } // namespace fusec
 

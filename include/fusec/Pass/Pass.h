@@ -38,6 +38,9 @@ struct FusionReport {
     /// its operand tiles load, and those applied to its accumulators.
     std::vector<std::string> prologue, epilogue;
     std::string caller; // the function whose bindings `members` are
+    /// Of a group of row reductions: the members that joined from a group
+    /// of row reductions before it (fuse-ops{merge-reductions}).
+    std::vector<std::string> merged;
   };
   /// One decision with its reason: `fields` are extra keys, in order
   /// (`pattern`, `root`, ...).

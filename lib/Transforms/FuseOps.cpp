@@ -28,9 +28,10 @@
 // that, a producer a reduction's or contraction's loop would recompute per
 // broadcast element leaves the group where its own kernel is cheaper
 // (RecomputeVeto.cpp); with merge-reductions=true (not TVM; -O2), after
-// the prologues, a group of row reductions that only a later group of row
-// reductions over the same rows reads joins it where the cost model says so
-// (MergeRowReductions.cpp: a decomposed layer norm becomes one kernel).
+// the prologues, a group of row reductions and the groups of row
+// reductions or row-wise elementwise work that read it become one where the
+// cost model says so (MergeRowReductions.cpp: a written-out layer norm or
+// softmax becomes one kernel).
 // Options: max-fused-ops, max-function-args (inputs plus outputs of the
 // fused kernel; 0 = no limit), max-merges (stop after N fusions; -1 = all).
 //
@@ -82,9 +83,9 @@ public:
                   "would recompute it per broadcast element at a cost above its own kernel "
                   "(XLA-style; not TVM)");
     declareOption("merge-reductions", OptionKind::Bool, "false",
-                  "Merge a group of row reductions into the one group of row reductions over "
-                  "the same rows that reads it (a decomposed layer norm) when the cost model "
-                  "says so (not TVM)");
+                  "Merge a group of row reductions with the groups that read it on the same "
+                  "rows (a written-out layer norm or softmax) when the cost model says so "
+                  "(not TVM)");
     declareOption("target", OptionKind::String, "sm_90",
                   "The cost model's GPU: sm_75, sm_80, sm_86, sm_89, sm_90, h200 or a file")
         .check = checkTargetSpec;

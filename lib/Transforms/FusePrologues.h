@@ -52,9 +52,9 @@ std::optional<std::vector<Dim>> rowReductionRows(const Module &module, const Fus
                                                  bool hasContraction);
 
 /// fuse-ops{merge-reductions=true} (MergeRowReductions.cpp): a group of row
-/// reductions whose results only one other group of row reductions over the
-/// same rows reads joins that group when the cost model says so (a
-/// decomposed layer norm's mean-and-center into its variance and divide).
+/// reductions and the groups that read it, each a group of row reductions
+/// over the same rows or elementwise work on those rows, become one group
+/// when the cost model says so (a written-out layer norm or softmax).
 /// Returns the nodes that moved; every decision is a remark and a report
 /// decision with both estimates.
 std::set<int> mergeRowReductions(const Module &module, const Function &function,

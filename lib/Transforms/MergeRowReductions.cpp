@@ -1,30 +1,34 @@
 //===- MergeRowReductions.cpp - fuse-ops: one kernel per row pass chain ---===//
 //
 // Contract (fuse-ops{merge-reductions=true}, not TVM; -O2): after TVM's
-// partition (and the veto and prologues), a group P of row reductions whose
-// every result is read by one other group C of row reductions over the same
-// rows joins C when the cost model says that is cheaper than P's own
-// kernel. TVM cannot fuse a reduction into a later reduction (a path through
-// a reduction is not fusable), so a layer norm written out — every ONNX
-// export before opset 17, `x - x.mean(-1, keepdim=True)` in PyTorch — is two
-// kernels: the mean and the centred `x - mean`, written to memory, then the
-// variance and the divide reading it back twice. XLA and Inductor fuse
-// them; the reduction rule (ScheduleReduction.cpp) runs both passes in one
-// block per row.
+// partition (and the veto and prologues), a group P of row reductions and
+// the groups that read its results become one group, when each of those is
+// a group of row reductions over the same rows or elementwise work on those
+// rows, and the cost model says one kernel is cheaper. TVM cannot fuse a
+// reduction into a later one (the path passes a reduction) and never
+// starts a fusion at a plain reduction, so a layer norm written out — every
+// ONNX export before opset 17, `x - x.mean(-1, keepdim=True)` — is two
+// kernels (the mean and the centred `x - mean`, written to memory; then the
+// variance and the divide, reading it back twice), and a softmax written
+// out is four. XLA and Inductor fuse them; the reduction rule
+// (ScheduleReduction.cpp) runs the reductions in one block per row.
 //
 // Algorithm, repeated until nothing moves:
-//   1. P and C qualify when each is made of kernel calls only, has no
-//      contraction and reduces rows R along their innermost axis
-//      (rowReductionRows, the same rows for both); no result of P leaves
-//      the block or is read outside C; C reads P's results in elementwise
-//      or broadcast stages, or in reductions over the same rows; and the
-//      merged group stays within max-fused-ops and max-function-args.
-//   2. Estimate both ways: merged = the work of P's spatial stages times the
-//      times the merged kernel evaluates them (inlined at every read,
-//      readsInGroup); separate = a launch, P's results written and read
-//      back, and that work as P's own kernel evaluates it.
-//   3. merged < separate: P's nodes join C. Either way, a remark and a
-//      report decision give both times.
+//   1. P qualifies when it is made of kernel calls, has no contraction and
+//      reduces rows R along their innermost axis (rowReductionRows), and no
+//      result of P leaves the block. Each group that reads P must be such a
+//      group over the same rows R, or elementwise/broadcast kernel calls
+//      whose results are one value per row (R then 1s) or a whole row (a
+//      shape P's reductions read). P and its readers must be convex (no
+//      path leaves them and comes back), within max-fused-ops and
+//      max-function-args.
+//   2. Estimate both ways: merged = the spatial stages' work as the merged
+//      kernel evaluates them (inlined at every read, through inlined
+//      readers: evaluationsInGroup); separate = a launch per reader group,
+//      the values that cross between the groups written and read back, and
+//      the spatial work as each group's own kernel evaluates it.
+//   3. merged < separate: the groups become one, named by the last; either
+//      way, a remark and a report decision give both times.
 //
 //===----------------------------------------------------------------------===//
 #include "FusePrologues.h"
@@ -159,6 +163,47 @@ int64_t functionArgs(const FusionGraph &graph, const Partition &partition,
 }
 } // namespace
 
+/// Whether `members`, a group without reductions, works on rows R: kernel
+/// calls only, each result either one value per row (R then 1s) or a whole
+/// row (one of `rowShapes`, the shapes the reductions read).
+static bool isRowElementwise(const Module &module, const FusionGraph &graph,
+                             const std::vector<int> &members, const std::vector<Dim> &rows,
+                             const std::vector<Shape> &rowShapes) {
+  for (int q : members) {
+    const Kernel *kernel = kernelOf(module, graph, q);
+    const Value *value = graph.nodes[q].value;
+    if (!kernel || hasReduction(*kernel) || !value->type.isTensor() ||
+        analyzePatternKind(*kernel).kind > OpPatternKind::Broadcast)
+      return false;
+    const Shape &shape = value->type.getShape();
+    if (withoutTrailingOnes(shape) != rows && !llvm::is_contained(rowShapes, shape))
+      return false;
+  }
+  return true;
+}
+
+/// Whether no path leaves `members` (block order) and comes back.
+static bool isConvex(const FusionGraph &graph, const std::vector<int> &members) {
+  std::set<int> inside(members.begin(), members.end()), reached;
+  std::vector<int> pending;
+  for (int q : members)
+    for (const FusionGraph::Edge &edge : graph.nodes[q].outputs)
+      if (!inside.count(edge.consumer))
+        pending.push_back(edge.consumer);
+  while (!pending.empty()) {
+    int node = pending.back();
+    pending.pop_back();
+    if (node > members.back() || !reached.insert(node).second)
+      continue;
+    for (const FusionGraph::Edge &edge : graph.nodes[node].outputs) {
+      if (inside.count(edge.consumer))
+        return false;
+      pending.push_back(edge.consumer);
+    }
+  }
+  return true;
+}
+
 std::set<int> fusec::mergeRowReductions(const Module &module, const Function &function,
                                         const FusionGraph &graph, Partition &partition,
                                         const PartitionOptions &options, const TargetDesc &target,
@@ -173,82 +218,94 @@ std::set<int> fusec::mergeRowReductions(const Module &module, const Function &fu
     for (auto &[producer, members] : groups) {
       if (refused.count(producer))
         continue;
-      // Step 1: the one group that reads P, and both groups' rows.
-      int consumer = -1;
-      bool single = true;
-      for (int q : members) {
-        single &= !graph.nodes[q].externRef;
-        for (const FusionGraph::Edge &edge : graph.nodes[q].outputs) {
-          int group = partition.group[edge.consumer];
-          if (group == producer)
-            continue;
-          single &= consumer < 0 || consumer == group;
-          consumer = group;
-        }
-      }
-      if (!single || consumer < 0)
-        continue;
+      // Step 1: P's rows, the groups that read P, and the shapes of a whole
+      // row (what P's reductions read).
       std::optional<std::vector<Dim>> rows =
           rowsOfGroup(module, graph, partition, producer, members);
-      const std::vector<int> &readers = groups.find(consumer)->second;
-      if (!rows || rowsOfGroup(module, graph, partition, consumer, readers) != rows)
+      if (!rows)
         continue;
-      // C reads P's results where a row's block has them: in elementwise or
-      // broadcast stages, or in reductions over the same rows.
-      std::string value, reader;
-      bool inRow = true;
-      for (int q : members)
-        for (const FusionGraph::Edge &edge : graph.nodes[q].outputs) {
-          if (partition.group[edge.consumer] != consumer)
-            continue;
-          const Kernel &kernel = *kernelOf(module, graph, edge.consumer);
-          inRow &= hasReduction(kernel)
-                       ? rowReductionRows(module, graph, {edge.consumer}, false) == rows
-                       : analyzePatternKind(kernel).kind <= OpPatternKind::Broadcast;
-          if (value.empty()) {
-            value = "%" + graph.nodes[q].value->name;
-            reader = "%" + graph.nodes[edge.consumer].value->name;
-          }
-        }
-      std::vector<int> merged = members;
-      merged.insert(merged.end(), readers.begin(), readers.end());
-      llvm::sort(merged);
-      if (!inRow || int64_t(merged.size()) > options.maxFusedOps ||
-          (options.maxFunctionArgs > 0 &&
-           functionArgs(graph, partition, merged, consumer) > options.maxFunctionArgs))
-        continue;
-      // Step 2: the estimates.
-      int64_t bytes = 0;
+      std::set<int> consumers;
+      bool kept = true; // nothing outside the block reads P
+      std::vector<Shape> rowShapes;
       for (int q : members) {
+        kept &= !graph.nodes[q].externRef;
+        for (const FusionGraph::Edge &edge : graph.nodes[q].outputs)
+          if (partition.group[edge.consumer] != producer)
+            consumers.insert(partition.group[edge.consumer]);
+        if (hasReduction(*kernelOf(module, graph, q)))
+          for (const Operand &operand : graph.nodes[q].binding->operands)
+            if (!operand.isLiteral() && operand.value && operand.value->type.isTensor() &&
+                operand.value->type.getShape().size() > rows->size())
+              rowShapes.push_back(operand.value->type.getShape());
+      }
+      if (!kept || consumers.empty())
+        continue;
+      // Each reader is a group of row reductions over the same rows, or
+      // elementwise work on those rows; together with P they are convex.
+      std::vector<int> merged = members;
+      bool inRows = true;
+      int representative = producer;
+      for (int consumer : consumers) {
+        const std::vector<int> &readers = groups.find(consumer)->second;
+        std::optional<std::vector<Dim>> readerRows =
+            rowsOfGroup(module, graph, partition, consumer, readers);
+        inRows &= readerRows ? readerRows == rows
+                             : isRowElementwise(module, graph, readers, *rows, rowShapes);
+        merged.insert(merged.end(), readers.begin(), readers.end());
+        representative = std::max(representative, consumer);
+      }
+      llvm::sort(merged);
+      if (!inRows || !isConvex(graph, merged) || int64_t(merged.size()) > options.maxFusedOps ||
+          (options.maxFunctionArgs > 0 &&
+           functionArgs(graph, partition, merged, producer) > options.maxFunctionArgs))
+        continue;
+      // Step 2: the estimates. What crosses between the groups is written
+      // and read back; merged, each spatial stage is evaluated as the
+      // merged kernel reads it.
+      int64_t bytes = 0;
+      std::string value, reader;
+      for (int q : merged) {
         const Value *result = graph.nodes[q].value;
-        bool readByConsumer =
-            llvm::any_of(graph.nodes[q].outputs, [&](const FusionGraph::Edge &edge) {
-              return partition.group[edge.consumer] == consumer;
-            });
-        if (result->type.isTensor() && readByConsumer)
+        bool crosses = false;
+        for (const FusionGraph::Edge &edge : graph.nodes[q].outputs)
+          if (partition.group[edge.consumer] != partition.group[q] &&
+              std::binary_search(merged.begin(), merged.end(), edge.consumer)) {
+            crosses = true;
+            if (value.empty()) {
+              value = "%" + result->name;
+              reader = "%" + graph.nodes[edge.consumer].value->name;
+            }
+          }
+        if (crosses && result->type.isTensor())
           bytes += estimatedNumElements(result->type) * dtypeBytes(result->type.getDType());
       }
-      double mergedWork = spatialWork(module, graph, members, merged, target);
-      double ownWork = spatialWork(module, graph, members, members, target);
+      double mergedWork = spatialWork(module, graph, merged, merged, target), ownWork = 0;
+      ownWork += spatialWork(module, graph, members, members, target);
+      for (int consumer : consumers) {
+        const std::vector<int> &readers = groups.find(consumer)->second;
+        ownWork += spatialWork(module, graph, readers, readers, target);
+      }
       PrologueCost cost = estimateRecompute(mergedWork, ownWork, 1, bytes, 1, target);
+      cost.separateUs += double(consumers.size() - 1) * target.launchOverheadUs;
       bool merge = cost.fuse();
       std::string reason;
       llvm::raw_string_ostream os(reason);
-      os << "both reduce rows [";
+      os << consumers.size() + 1 << " groups on rows [";
       for (size_t d = 0; d < rows->size(); ++d)
         os << (d ? ", " : "") << (*rows)[d].str();
-      os << "]; its spatial stages take " << llvm::format("%.0f", mergedWork)
-         << " FMA slots in the consumer's passes (" << llvm::format("%.0f", ownWork)
-         << " in a kernel of its own), which " << (merge ? "costs less than" : "costs more than")
-         << " a launch and a " << llvm::format("%.0f", double(bytes) / 1024) << " KiB round trip";
+      os << "]: the merged kernel's spatial stages take " << llvm::format("%.0f", mergedWork)
+         << " FMA slots (" << llvm::format("%.0f", ownWork) << " in kernels of their own), which "
+         << (merge ? "costs less than" : "costs more than") << " " << consumers.size()
+         << (consumers.size() == 1 ? " launch" : " launches") << " and a "
+         << llvm::format("%.1f", double(bytes) / 1024) << " KiB round trip";
       if (llvm::any_of(merged, [&](int q) { return hasSymbolicDims(graph.nodes[q].value->type); }))
         os << " (symbolic dims counted as " << kSymbolicDimEstimate << ")";
       os.flush();
       if (context.remarks)
         *context.remarks << "remark: fuse-ops: @" << function.name << ": " << value << " -> "
                          << reader
-                         << (merge ? ": merged into the consumer's row reductions"
-                                   : ": not merged into the consumer's row reductions")
+                         << (merge ? ": merged with its readers' row reductions"
+                                   : ": not merged with its readers' row reductions")
                          << " (" << reason << "; estimated us: merged "
                          << llvm::format("%.3f", cost.fusedUs) << ", separate "
                          << llvm::format("%.3f", cost.separateUs) << ")\n";
@@ -266,11 +323,17 @@ std::set<int> fusec::mergeRowReductions(const Module &module, const Function &fu
         refused.insert(producer);
         continue;
       }
-      // Step 3: P joins C; the groups change, so the search starts over.
-      for (int q : members) {
-        partition.group[q] = consumer;
-        moved.insert(q);
+      // Step 3: one group, named by its last member's group (where the
+      // call goes); the groups changed, so the search starts over.
+      OpPatternKind pattern = partition.groupPattern[representative];
+      for (int q : merged) {
+        pattern = std::max(pattern, partition.groupPattern[partition.group[q]]);
+        if (partition.group[q] != representative)
+          moved.insert(q);
       }
+      for (int q : merged)
+        partition.group[q] = representative;
+      partition.groupPattern[representative] = pattern;
       changed = true;
       break;
     }

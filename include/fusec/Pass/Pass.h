@@ -38,8 +38,8 @@ struct FusionReport {
     /// its operand tiles load, and those applied to its accumulators.
     std::vector<std::string> prologue, epilogue;
     std::string caller; // the function whose bindings `members` are
-    /// Of a group of row reductions: the members that joined from a group
-    /// of row reductions before it (fuse-ops{merge-reductions}).
+    /// Of merged groups of row reductions (fuse-ops{merge-reductions}):
+    /// the members that came from groups other than the last one's.
     std::vector<std::string> merged;
   };
   /// One decision with its reason: `fields` are extra keys, in order

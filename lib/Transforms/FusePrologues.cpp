@@ -97,6 +97,11 @@ static int findGroupKernel(const Module &module, const FusionGraph &graph,
   return -1;
 }
 
+bool fusec::hasContraction(const Kernel &kernel) {
+  Contraction contraction;
+  return contractionOf(kernel, contraction);
+}
+
 int fusec::findContraction(const Module &module, const FusionGraph &graph,
                            const Partition &partition, int group) {
   return findGroupKernel(module, graph, partition, group, [](const Kernel &kernel) {

@@ -62,6 +62,9 @@ std::set<int> mergeRowReductions(const Module &module, const Function &function,
                                  const PartitionOptions &options, const TargetDesc &target,
                                  PassContext &context);
 
+/// Whether a stage of `kernel` is a contraction (a matmul or convolution).
+bool hasContraction(const Kernel &kernel);
+
 /// The node of `group`'s contraction (a call_kernel of a matmul or
 /// convolution kernel), or -1.
 int findContraction(const Module &module, const FusionGraph &graph,

@@ -16,12 +16,13 @@
 // Algorithm, repeated until nothing moves:
 //   1. P qualifies when it is made of kernel calls, has no contraction and
 //      reduces rows R along their innermost axis (rowReductionRows), and no
-//      result of P leaves the block. Each group that reads P must be such a
-//      group over the same rows R, or elementwise/broadcast kernel calls
-//      whose results are one value per row (R then 1s) or a whole row (a
-//      shape P's reductions read). P and its readers must be convex (no
-//      path leaves them and comes back), within max-fused-ops and
-//      max-function-args.
+//      result of P leaves the block. The kernels that read P are
+//      elementwise, broadcast or reductions over R (a transpose would turn
+//      rows into columns). Each group that reads P is such a group over
+//      the same rows R, or elementwise/broadcast kernel calls whose results
+//      are one value per row (R then 1s) or a whole row (a shape P's
+//      reductions read). P and those groups are convex (no path leaves
+//      them and comes back) and within max-fused-ops and max-function-args.
 //   2. Estimate both ways: merged = the spatial stages' work as the merged
 //      kernel evaluates them (inlined at every read, through inlined
 //      readers: evaluationsInGroup); separate = a launch per reader group,
@@ -59,13 +60,12 @@ bool hasReduction(const Kernel &kernel) {
 /// The rows of `members` if it is a group of kernel calls without a
 /// contraction whose reductions all reduce the same rows innermost.
 std::optional<std::vector<Dim>> rowsOfGroup(const Module &module, const FusionGraph &graph,
-                                            const Partition &partition, int group,
                                             const std::vector<int> &members) {
-  for (int node : members)
-    if (!kernelOf(module, graph, node))
+  for (int node : members) {
+    const Kernel *kernel = kernelOf(module, graph, node);
+    if (!kernel || hasContraction(*kernel))
       return std::nullopt;
-  if (findContraction(module, graph, partition, group) >= 0)
-    return std::nullopt;
+  }
   return rowReductionRows(module, graph, members, false);
 }
 
@@ -208,135 +208,173 @@ std::set<int> fusec::mergeRowReductions(const Module &module, const Function &fu
                                         const FusionGraph &graph, Partition &partition,
                                         const PartitionOptions &options, const TargetDesc &target,
                                         PassContext &context) {
+  // Groups are visited in order, as if every merge restarted the scan:
+  // after one, the merged group and the groups that feed it are visited
+  // again (nothing else can have changed), so merging stays linear.
   std::set<int> moved, refused;
-  for (bool changed = true; changed;) {
-    changed = false;
-    Groups groups;
-    for (int node = 0; node < int(graph.nodes.size()); ++node)
-      if (graph.nodes[node].binding)
-        groups[partition.group[node]].push_back(node);
-    for (auto &[producer, members] : groups) {
-      if (refused.count(producer))
-        continue;
-      // Step 1: P's rows, the groups that read P, and the shapes of a whole
-      // row (what P's reductions read).
-      std::optional<std::vector<Dim>> rows =
-          rowsOfGroup(module, graph, partition, producer, members);
-      if (!rows)
-        continue;
-      std::set<int> consumers;
-      bool kept = true; // nothing outside the block reads P
-      std::vector<Shape> rowShapes;
-      for (int q : members) {
-        kept &= !graph.nodes[q].externRef;
-        for (const FusionGraph::Edge &edge : graph.nodes[q].outputs)
-          if (partition.group[edge.consumer] != producer)
-            consumers.insert(partition.group[edge.consumer]);
-        if (hasReduction(*kernelOf(module, graph, q)))
-          for (const Operand &operand : graph.nodes[q].binding->operands)
-            if (!operand.isLiteral() && operand.value && operand.value->type.isTensor() &&
-                operand.value->type.getShape().size() > rows->size())
-              rowShapes.push_back(operand.value->type.getShape());
+  Groups groups;
+  std::vector<std::vector<int>> producersOf(graph.nodes.size());
+  for (int node = 0; node < int(graph.nodes.size()); ++node) {
+    if (graph.nodes[node].binding)
+      groups[partition.group[node]].push_back(node);
+    for (const FusionGraph::Edge &edge : graph.nodes[node].outputs)
+      producersOf[edge.consumer].push_back(node);
+  }
+  std::map<int, std::optional<std::vector<Dim>>> rowsCache;
+  auto rowsOf = [&](int group) -> const std::optional<std::vector<Dim>> & {
+    auto found = rowsCache.find(group);
+    if (found == rowsCache.end())
+      found = rowsCache.emplace(group, rowsOfGroup(module, graph, groups[group])).first;
+    return found->second;
+  };
+  std::set<int> pendingGroups;
+  for (auto &entry : groups)
+    pendingGroups.insert(entry.first);
+  while (!pendingGroups.empty()) {
+    int producer = *pendingGroups.begin();
+    pendingGroups.erase(pendingGroups.begin());
+    auto found = groups.find(producer);
+    if (found == groups.end() || refused.count(producer))
+      continue;
+    const std::vector<int> &members = found->second;
+    // Step 1: P's rows, the groups that read P, and the shapes of a whole
+    // row (what P's reductions read).
+    std::optional<std::vector<Dim>> rows = rowsOf(producer);
+    if (!rows)
+      continue;
+    std::set<int> consumers;
+    bool kept = true;   // nothing outside the block reads P
+    bool inRows = true; // and its readers read it row by row
+    std::vector<Shape> rowShapes;
+    for (int q : members) {
+      kept &= !graph.nodes[q].externRef;
+      for (const FusionGraph::Edge &edge : graph.nodes[q].outputs) {
+        if (partition.group[edge.consumer] == producer)
+          continue;
+        consumers.insert(partition.group[edge.consumer]);
+        // An elementwise or broadcast reader, or a reduction over the same
+        // rows (not a transpose, which would turn rows into columns).
+        const Kernel *reader = kernelOf(module, graph, edge.consumer);
+        inRows &= reader && (hasReduction(*reader)
+                                 ? rowReductionRows(module, graph, {edge.consumer}, false) == rows
+                                 : analyzePatternKind(*reader).kind <= OpPatternKind::Broadcast);
       }
-      if (!kept || consumers.empty())
-        continue;
-      // Each reader is a group of row reductions over the same rows, or
-      // elementwise work on those rows; together with P they are convex.
-      std::vector<int> merged = members;
-      bool inRows = true;
-      int representative = producer;
-      for (int consumer : consumers) {
-        const std::vector<int> &readers = groups.find(consumer)->second;
-        std::optional<std::vector<Dim>> readerRows =
-            rowsOfGroup(module, graph, partition, consumer, readers);
-        inRows &= readerRows ? readerRows == rows
-                             : isRowElementwise(module, graph, readers, *rows, rowShapes);
-        merged.insert(merged.end(), readers.begin(), readers.end());
-        representative = std::max(representative, consumer);
-      }
-      llvm::sort(merged);
-      if (!inRows || !isConvex(graph, merged) || int64_t(merged.size()) > options.maxFusedOps ||
-          (options.maxFunctionArgs > 0 &&
-           functionArgs(graph, partition, merged, producer) > options.maxFunctionArgs))
-        continue;
-      // Step 2: the estimates. What crosses between the groups is written
-      // and read back; merged, each spatial stage is evaluated as the
-      // merged kernel reads it.
-      int64_t bytes = 0;
-      std::string value, reader;
-      for (int q : merged) {
-        const Value *result = graph.nodes[q].value;
-        bool crosses = false;
-        for (const FusionGraph::Edge &edge : graph.nodes[q].outputs)
-          if (partition.group[edge.consumer] != partition.group[q] &&
-              std::binary_search(merged.begin(), merged.end(), edge.consumer)) {
-            crosses = true;
-            if (value.empty()) {
-              value = "%" + result->name;
-              reader = "%" + graph.nodes[edge.consumer].value->name;
-            }
-          }
-        if (crosses && result->type.isTensor())
-          bytes += estimatedNumElements(result->type) * dtypeBytes(result->type.getDType());
-      }
-      double mergedWork = spatialWork(module, graph, merged, merged, target), ownWork = 0;
-      ownWork += spatialWork(module, graph, members, members, target);
-      for (int consumer : consumers) {
-        const std::vector<int> &readers = groups.find(consumer)->second;
-        ownWork += spatialWork(module, graph, readers, readers, target);
-      }
-      PrologueCost cost = estimateRecompute(mergedWork, ownWork, 1, bytes, 1, target);
-      cost.separateUs += double(consumers.size() - 1) * target.launchOverheadUs;
-      bool merge = cost.fuse();
-      std::string reason;
-      llvm::raw_string_ostream os(reason);
-      os << consumers.size() + 1 << " groups on rows [";
-      for (size_t d = 0; d < rows->size(); ++d)
-        os << (d ? ", " : "") << (*rows)[d].str();
-      os << "]: the merged kernel's spatial stages take " << llvm::format("%.0f", mergedWork)
-         << " FMA slots (" << llvm::format("%.0f", ownWork) << " in kernels of their own), which "
-         << (merge ? "costs less than" : "costs more than") << " " << consumers.size()
-         << (consumers.size() == 1 ? " launch" : " launches") << " and a "
-         << llvm::format("%.1f", double(bytes) / 1024) << " KiB round trip";
-      if (llvm::any_of(merged, [&](int q) { return hasSymbolicDims(graph.nodes[q].value->type); }))
-        os << " (symbolic dims counted as " << kSymbolicDimEstimate << ")";
-      os.flush();
-      if (context.remarks)
-        *context.remarks << "remark: fuse-ops: @" << function.name << ": " << value << " -> "
-                         << reader
-                         << (merge ? ": merged with its readers' row reductions"
-                                   : ": not merged with its readers' row reductions")
-                         << " (" << reason << "; estimated us: merged "
-                         << llvm::format("%.3f", cost.fusedUs) << ", separate "
-                         << llvm::format("%.3f", cost.separateUs) << ")\n";
-      if (context.report)
-        context.report->decisions.push_back(
-            {"fuse-ops",
-             function.name,
-             merge ? "merge" : "separate",
-             reason,
-             {{"producer", value}, {"consumer", reader}},
-             {{"merged_us", cost.fusedUs},
-              {"separate_us", cost.separateUs},
-              {"chosen_us", merge ? cost.fusedUs : cost.separateUs}}});
-      if (!merge) {
-        refused.insert(producer);
-        continue;
-      }
-      // Step 3: one group, named by its last member's group (where the
-      // call goes); the groups changed, so the search starts over.
-      OpPatternKind pattern = partition.groupPattern[representative];
-      for (int q : merged) {
-        pattern = std::max(pattern, partition.groupPattern[partition.group[q]]);
-        if (partition.group[q] != representative)
-          moved.insert(q);
-      }
-      for (int q : merged)
-        partition.group[q] = representative;
-      partition.groupPattern[representative] = pattern;
-      changed = true;
-      break;
+      if (hasReduction(*kernelOf(module, graph, q)))
+        for (const Operand &operand : graph.nodes[q].binding->operands)
+          if (!operand.isLiteral() && operand.value && operand.value->type.isTensor() &&
+              operand.value->type.getShape().size() > rows->size())
+            rowShapes.push_back(operand.value->type.getShape());
     }
+    if (!kept || consumers.empty())
+      continue;
+    // Each reader is a group of row reductions over the same rows, or
+    // elementwise work on those rows; together with P they are convex.
+    std::vector<int> merged = members;
+    int representative = producer;
+    for (int consumer : consumers) {
+      const std::vector<int> &readers = groups.find(consumer)->second;
+      const std::optional<std::vector<Dim>> &readerRows = rowsOf(consumer);
+      inRows &= readerRows ? readerRows == rows
+                           : isRowElementwise(module, graph, readers, *rows, rowShapes);
+      merged.insert(merged.end(), readers.begin(), readers.end());
+      representative = std::max(representative, consumer);
+    }
+    llvm::sort(merged);
+    if (!inRows || !isConvex(graph, merged) || int64_t(merged.size()) > options.maxFusedOps ||
+        (options.maxFunctionArgs > 0 &&
+         functionArgs(graph, partition, merged, producer) > options.maxFunctionArgs))
+      continue;
+    // Step 2: the estimates. What crosses between the groups is written
+    // and read back; merged, each spatial stage is evaluated as the
+    // merged kernel reads it.
+    int64_t bytes = 0;
+    std::string value, reader;
+    for (int q : merged) {
+      const Value *result = graph.nodes[q].value;
+      bool crosses = false;
+      for (const FusionGraph::Edge &edge : graph.nodes[q].outputs)
+        if (partition.group[edge.consumer] != partition.group[q] &&
+            std::binary_search(merged.begin(), merged.end(), edge.consumer)) {
+          crosses = true;
+          if (value.empty()) {
+            value = "%" + result->name;
+            reader = "%" + graph.nodes[edge.consumer].value->name;
+          }
+        }
+      if (crosses && result->type.isTensor())
+        bytes += estimatedNumElements(result->type) * dtypeBytes(result->type.getDType());
+    }
+    double mergedWork = spatialWork(module, graph, merged, merged, target), ownWork = 0;
+    ownWork += spatialWork(module, graph, members, members, target);
+    for (int consumer : consumers) {
+      const std::vector<int> &readers = groups.find(consumer)->second;
+      ownWork += spatialWork(module, graph, readers, readers, target);
+    }
+    PrologueCost cost = estimateRecompute(mergedWork, ownWork, 1, bytes, 1, target);
+    cost.separateUs += double(consumers.size() - 1) * target.launchOverheadUs;
+    bool merge = cost.fuse();
+    std::string reason;
+    llvm::raw_string_ostream os(reason);
+    os << consumers.size() + 1 << " groups on rows [";
+    for (size_t d = 0; d < rows->size(); ++d)
+      os << (d ? ", " : "") << (*rows)[d].str();
+    os << "]: the merged kernel's spatial stages take " << llvm::format("%.0f", mergedWork)
+       << " FMA slots (" << llvm::format("%.0f", ownWork) << " in kernels of their own), which "
+       << (merge ? "costs less than" : "costs more than") << " " << consumers.size()
+       << (consumers.size() == 1 ? " launch" : " launches") << " and a "
+       << llvm::format("%.1f", double(bytes) / 1024) << " KiB round trip";
+    if (llvm::any_of(merged, [&](int q) { return hasSymbolicDims(graph.nodes[q].value->type); }))
+      os << " (symbolic dims counted as " << kSymbolicDimEstimate << ")";
+    os.flush();
+    if (context.remarks)
+      *context.remarks << "remark: fuse-ops: @" << function.name << ": " << value << " -> "
+                       << reader
+                       << (merge ? ": merged with its readers' row reductions"
+                                 : ": not merged with its readers' row reductions")
+                       << " (" << reason << "; estimated us: merged "
+                       << llvm::format("%.3f", cost.fusedUs) << ", separate "
+                       << llvm::format("%.3f", cost.separateUs) << ")\n";
+    if (context.report)
+      context.report->decisions.push_back(
+          {"fuse-ops",
+           function.name,
+           merge ? "merge" : "separate",
+           reason,
+           {{"producer", value}, {"consumer", reader}},
+           {{"merged_us", cost.fusedUs},
+            {"separate_us", cost.separateUs},
+            {"chosen_us", merge ? cost.fusedUs : cost.separateUs}}});
+    if (!merge) {
+      refused.insert(producer);
+      continue;
+    }
+    // Step 3: one group, named by its last member's group (where the
+    // call goes); it and the groups that feed it are visited again.
+    OpPatternKind pattern = partition.groupPattern[representative];
+    for (int q : merged) {
+      pattern = std::max(pattern, partition.groupPattern[partition.group[q]]);
+      if (partition.group[q] != representative)
+        moved.insert(q);
+    }
+    for (int group : consumers)
+      if (group != representative) {
+        groups.erase(group);
+        rowsCache.erase(group);
+      }
+    if (producer != representative) {
+      groups.erase(producer);
+      rowsCache.erase(producer);
+    }
+    for (int q : merged)
+      partition.group[q] = representative;
+    partition.groupPattern[representative] = pattern;
+    groups[representative] = merged;
+    rowsCache.erase(representative);
+    pendingGroups.insert(representative);
+    for (int q : merged)
+      for (int feeder : producersOf[q])
+        if (graph.nodes[feeder].binding && partition.group[feeder] != representative)
+          pendingGroups.insert(partition.group[feeder]);
   }
   return moved;
 }

@@ -160,20 +160,14 @@ std::string fusec::getNamedPipeline(llvm::StringRef name, llvm::StringRef costMo
              "legalize,annotate-pattern,fuse-ops,fuse-tir," + schedule + ",lower";
     std::string options = "cost-model=" + costModel.str() + ",target=" + quotedTarget +
                           (tensorCores ? "" : ",tensor-cores=false");
-    std::string fuseOps =
-        "prologue=true,recompute-veto=true,merge-reductions=true,target=" + quotedTarget;
-    // clang-format off: one pass per line.
-    return "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,annotate-codegen=true,"
-           "prologue-aware=true,target=" +
-           quotedTarget +
-           "},"
-           "legalize,annotate-pattern,"
-           "fuse-ops{" +
-           fuseOps +
-           "},"
-           "fuse-tir,schedule{" +
+    std::string fuseByPattern = "fuse-by-pattern{patterns=@cublaslt,bind-constants=true,"
+                                "annotate-codegen=true,prologue-aware=true,target=" +
+                                quotedTarget + "}";
+    std::string fuseOps = "fuse-ops{prologue=true,recompute-veto=true,merge-reductions=true,"
+                          "target=" +
+                          quotedTarget + "}";
+    return fuseByPattern + ",legalize,annotate-pattern," + fuseOps + ",fuse-tir,schedule{" +
            options + "},lower";
-    // clang-format on
   }
   return "";
 }

@@ -97,7 +97,8 @@ private:
                  PassContext &context);
   OutlinedFunctionTable functionTable;
   PartitionOptions options;
-  std::optional<TargetDesc> prologueTarget, vetoTarget, mergeTarget;
+  /// The cost model's GPU, loaded when a cost-aware option is on.
+  std::optional<TargetDesc> costTarget;
 };
 } // namespace
 
@@ -105,15 +106,14 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
                         PassContext &context) {
   FusionGraph graph = buildFusionGraph(module, function, block);
   Partition partition = partitionGraph(graph, options);
-  std::set<int> prologues;
-  if (vetoTarget)
-    vetoRecomputation(module, function, graph, partition, *vetoTarget, context);
-  if (prologueTarget)
-    prologues = mergePrologues(module, function, graph, partition, *prologueTarget, context);
-  std::set<int> mergedReductions;
-  if (mergeTarget)
+  std::set<int> prologues, mergedReductions;
+  if (getBoolOption("recompute-veto"))
+    vetoRecomputation(module, function, graph, partition, *costTarget, context);
+  if (getBoolOption("prologue"))
+    prologues = mergePrologues(module, function, graph, partition, *costTarget, context);
+  if (getBoolOption("merge-reductions"))
     mergedReductions =
-        mergeRowReductions(module, function, graph, partition, options, *mergeTarget, context);
+        mergeRowReductions(module, function, graph, partition, options, *costTarget, context);
   // Members of each group, in binding order.
   std::map<int, std::vector<int>> groups;
   for (int node = 0; node < int(graph.nodes.size()); ++node)
@@ -184,20 +184,12 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
 }
 
 bool FuseOps::run(Module &module, PassContext &context) {
-  prologueTarget.reset();
-  vetoTarget.reset();
-  mergeTarget.reset();
+  costTarget.reset();
   if (getBoolOption("prologue") || getBoolOption("recompute-veto") ||
       getBoolOption("merge-reductions")) {
-    TargetDesc target;
-    if (!loadTargetDesc(getStringOption("target"), target, context.diag, getName()))
+    costTarget.emplace();
+    if (!loadTargetDesc(getStringOption("target"), *costTarget, context.diag, getName()))
       return false;
-    if (getBoolOption("prologue"))
-      prologueTarget = target;
-    if (getBoolOption("recompute-veto"))
-      vetoTarget = target;
-    if (getBoolOption("merge-reductions"))
-      mergeTarget = target;
   }
   options.maxFusedOps = getIntOption("max-fused-ops");
   options.maxFunctionArgs = getIntOption("max-function-args");

@@ -55,23 +55,37 @@ static bool contractionOf(const Kernel &kernel, Contraction &contraction) {
   return false;
 }
 
+bool fusec::hasReduction(const Kernel &kernel) {
+  return llvm::any_of(kernel.stages, [](const KStage &stage) { return stage.isReduction(); });
+}
+
+double fusec::kernelWork(const Kernel &kernel, const TargetDesc &target) {
+  double work = 0;
+  for (const KStage &stage : kernel.stages)
+    work += expressionWork(*stage.body, target, {});
+  return work;
+}
+
+double fusec::countInlinedReads(const Kernel &kernel, llvm::StringRef buffer) {
+  return countReads(
+      kernel, inlineSpatialInternals(kernel),
+      [&](const KStage &stage) { return isInternal(kernel, stage) && !stage.isReduction(); },
+      buffer);
+}
+
 /// Whether `kernel` is a reduction anchor: out_ewise_fusable (a stage after
 /// its reduction) without a contraction.
 static bool isReductionAnchor(const Kernel &kernel) {
   Contraction contraction;
   return analyzePatternKind(kernel).kind == OpPatternKind::OutEWiseFusable &&
-         llvm::any_of(kernel.stages, [](const KStage &stage) { return stage.isReduction(); }) &&
-         !contractionOf(kernel, contraction);
+         hasReduction(kernel) && !contractionOf(kernel, contraction);
 }
 
 /// How many times the loops of `kernel`, spatial internals inlined (as the
 /// reduction and fallback rules do), read `input` per element of it.
 static int64_t readsPerElement(const Kernel &kernel, const KBuffer &input) {
   double elements = double(estimatedNumElements(input.type));
-  double reads = countReads(
-      kernel, inlineSpatialInternals(kernel),
-      [&](const KStage &stage) { return isInternal(kernel, stage) && !stage.isReduction(); },
-      input.name);
+  double reads = countInlinedReads(kernel, input.name);
   return elements > 0 ? saturatingInt64(std::max(1.0, std::ceil(reads / elements))) : 1;
 }
 
@@ -184,9 +198,7 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
       int64_t rowElements = 0;
       for (int node : members)
         if (const Kernel *k = module.lookupKernel(graph.nodes[node].binding->callee)) {
-          double memberWork = 0;
-          for (const KStage &stage : k->stages)
-            memberWork += expressionWork(*stage.body, target, {});
+          double memberWork = kernelWork(*k, target);
           work += memberWork;
           ownWork += memberWork * double(ownElements(graph.nodes[node].value, elements));
           const Value *value = graph.nodes[node].value;
@@ -330,9 +342,7 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
         // The operand itself must be computed at the operand's shape.
         if (!singleUse || !elementwise || (value == operand && !(producer->getType() == operand->type)))
           continue;
-        double opWork = 0;
-        for (const KStage &stage : kernel->stages)
-          opWork += expressionWork(*stage.body, target, {});
+        double opWork = kernelWork(*kernel, target);
         work += opWork;
         ownWork += opWork * double(ownElements(value, estimatedNumElements(operand->type)));
         head = "%" + value->name;

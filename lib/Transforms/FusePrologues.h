@@ -64,6 +64,14 @@ std::set<int> mergeRowReductions(const Module &module, const Function &function,
 
 /// Whether a stage of `kernel` is a contraction (a matmul or convolution).
 bool hasContraction(const Kernel &kernel);
+/// Whether a stage of `kernel` is a reduction.
+bool hasReduction(const Kernel &kernel);
+/// The expression work of all of `kernel`'s stages per element, in FMA
+/// slots (what one evaluation of its result costs, every stage inlined).
+double kernelWork(const Kernel &kernel, const TargetDesc &target);
+/// How many times `kernel`'s loops, spatial internals inlined (as the
+/// reduction and fallback rules run them), read `buffer` in all.
+double countInlinedReads(const Kernel &kernel, llvm::StringRef buffer);
 
 /// The node of `group`'s contraction (a call_kernel of a matmul or
 /// convolution kernel), or -1.

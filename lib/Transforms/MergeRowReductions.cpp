@@ -53,10 +53,6 @@ const Kernel *kernelOf(const Module &module, const FusionGraph &graph, int node)
                                                           : nullptr;
 }
 
-bool hasReduction(const Kernel &kernel) {
-  return llvm::any_of(kernel.stages, [](const KStage &stage) { return stage.isReduction(); });
-}
-
 /// The rows of `members` if it is a group of kernel calls without a
 /// contraction whose reductions all reduce the same rows innermost.
 std::optional<std::vector<Dim>> rowsOfGroup(const Module &module, const FusionGraph &graph,
@@ -76,15 +72,9 @@ double readsOfValue(const Module &module, const FusionGraph &graph, int reader,
   const Kernel *kernel = kernelOf(module, graph, reader);
   const Binding &binding = *graph.nodes[reader].binding;
   double reads = 0;
-  if (!kernel)
-    return reads;
-  std::vector<KStage> stages = inlineSpatialInternals(*kernel);
-  auto inlined = [&](const KStage &stage) {
-    return isInternal(*kernel, stage) && !stage.isReduction();
-  };
-  for (size_t i = 0; i < binding.operands.size() && i < kernel->inputs.size(); ++i)
+  for (size_t i = 0; kernel && i < binding.operands.size() && i < kernel->inputs.size(); ++i)
     if (binding.operands[i].value == value)
-      reads += countReads(*kernel, stages, inlined, kernel->inputs[i].name);
+      reads += countInlinedReads(*kernel, kernel->inputs[i].name);
   return reads;
 }
 
@@ -129,10 +119,8 @@ double spatialWork(const Module &module, const FusionGraph &graph, const std::ve
     const Kernel *kernel = kernelOf(module, graph, q);
     if (!kernel || hasReduction(*kernel) || !graph.nodes[q].value->type.isTensor())
       continue;
-    double perElement = 0;
-    for (const KStage &stage : kernel->stages)
-      perElement += expressionWork(*stage.body, target, {});
-    work += perElement * double(estimatedNumElements(graph.nodes[q].value->type)) * runs[q];
+    work += kernelWork(*kernel, target) * double(estimatedNumElements(graph.nodes[q].value->type)) *
+            runs[q];
   }
   return work;
 }

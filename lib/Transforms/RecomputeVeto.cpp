@@ -53,14 +53,6 @@ static bool isSymbolicNode(const FusionGraph &graph, int n) {
   return graph.nodes[n].value && hasSymbolicDims(graph.nodes[n].value->type);
 }
 
-static double kernelWork(const Module &module, const Binding &binding, const TargetDesc &target) {
-  double work = 0;
-  if (const Kernel *kernel = module.lookupKernel(binding.callee))
-    for (const KStage &stage : kernel->stages)
-      work += expressionWork(*stage.body, target, {});
-  return work;
-}
-
 std::vector<Dim> fusec::withoutTrailingOnes(const Shape &shape) {
   std::vector<Dim> dims(shape.begin(), shape.end());
   while (!dims.empty() && dims.back().isOne())
@@ -152,7 +144,8 @@ std::set<int> fusec::vetoRecomputation(const Module &module, const Function &fun
       }
       double work = 0;
       for (int q : chain)
-        work += kernelWork(module, *graph.nodes[q].binding, target);
+        if (const Kernel *kernel = module.lookupKernel(graph.nodes[q].binding->callee))
+          work += kernelWork(*kernel, target);
       // Step 3: the estimates.
       int64_t bytes = *elements * dtypeBytes(node.value->type.getDType());
       PrologueCost cost =

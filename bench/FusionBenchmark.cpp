@@ -4,9 +4,9 @@
 // bindings in three shapes: chains (elementwise runs broken by reductions),
 // diamonds (fan-out reconverging two ops later) and wide fan-out (one
 // value feeding many consumers that are each an output), and fuse-by-pattern
-// on an unrolled recurrence of matmul + bias + tanh. Reports time per
-// binding; docs/performance.md records the figures. Wall-clock numbers
-// belong here, never in tests.
+// on an unrolled recurrence of matmul + bias + tanh, and the whole -O2
+// pipeline on a stack of transformer MLP layers. Reports time per binding; docs/performance.md
+// records the figures. Wall-clock numbers belong here, never in tests.
 //
 //===----------------------------------------------------------------------===//
 #include "fusec/Parser/Parser.h"
@@ -14,13 +14,14 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <sstream>
 
 using namespace fusec;
 
 namespace {
 
-enum class Shape { Chain, Diamond, FanOut, Recurrence };
+enum class Shape { Chain, Diamond, FanOut, Recurrence, Layers };
 
 /// A recurrence unrolled to `count` bindings at the graph level, before
 /// fuse-by-pattern: steps of h = tanh(matmul(h, w) + bias), each step's
@@ -38,6 +39,33 @@ std::string makeRecurrence(int64_t count) {
     last = "h" + step;
   }
   os << "    output %" << last << "\n  }\n  return %" << last << "\n}\n";
+  return os.str();
+}
+
+/// About `count` bindings of pre-norm MLP layers (layer norm, matmul, bias,
+/// gelu, matmul, residual add), each with weights of its own, as a deep
+/// model exports: every layer's matmuls become cuBLASLt composites of their
+/// own and its norm a kernel of its own, so each needs a fresh name.
+std::string makeLayers(int64_t count) {
+  std::ostringstream os;
+  os << "func @main(%x0: f16[n,64]) -> f16[n,64] {\n  dataflow {\n";
+  int64_t layers = std::max<int64_t>(1, count / 11);
+  for (int64_t i = 0; i < layers; ++i) {
+    std::string l = std::to_string(i), x = "%x" + l;
+    os << "    %g" << l << " = constant random<seed = " << 3 * i + 1 << "> : f16[64]\n"
+       << "    %be" << l << " = constant splat<0.0> : f16[64]\n"
+       << "    %w" << l << " = constant random<seed = " << 3 * i + 2 << "> : f16[64,128]\n"
+       << "    %b" << l << " = constant splat<0.5> : f16[128]\n"
+       << "    %v" << l << " = constant random<seed = " << 3 * i + 3 << "> : f16[128,64]\n"
+       << "    %ln" << l << " = nn.layer_norm(" << x << ", %g" << l << ", %be" << l
+       << ") {axes = -1, epsilon = 1e-5}\n"
+       << "    %h" << l << " = matmul(%ln" << l << ", %w" << l << ")\n"
+       << "    %hb" << l << " = add(%h" << l << ", %b" << l << ")\n"
+       << "    %a" << l << " = nn.gelu(%hb" << l << ")\n"
+       << "    %o" << l << " = matmul(%a" << l << ", %v" << l << ")\n"
+       << "    %x" << i + 1 << " = add(" << x << ", %o" << l << ")\n";
+  }
+  os << "    output %x" << layers << "\n  }\n  return %x" << layers << "\n}\n";
   return os.str();
 }
 
@@ -66,6 +94,7 @@ std::string makeModule(int64_t count, Shape shape) {
       outputs.push_back("%" + name);
       break;
     case Shape::Recurrence: // makeRecurrence's
+    case Shape::Layers:     // makeLayers'
       break;
     }
     if (shape != Shape::Diamond || i % 3 == 2)
@@ -89,13 +118,18 @@ std::string makeModule(int64_t count, Shape shape) {
 
 void runFusion(benchmark::State &state, Shape shape) {
   registerAllPasses();
-  bool recurrence = shape == Shape::Recurrence;
-  std::string text =
-      recurrence ? makeRecurrence(state.range(0)) : makeModule(state.range(0), shape);
+  std::string text, pipelineText = "annotate-pattern,fuse-ops,fuse-tir";
+  if (shape == Shape::Recurrence) {
+    text = makeRecurrence(state.range(0));
+    pipelineText = "fuse-by-pattern{patterns=@cublaslt}";
+  } else if (shape == Shape::Layers) {
+    text = makeLayers(state.range(0));
+    pipelineText = getNamedPipeline("O2");
+  } else {
+    text = makeModule(state.range(0), shape);
+  }
   PipelineError error;
-  auto pipeline = parsePassPipeline(recurrence ? "fuse-by-pattern{patterns=@cublaslt}"
-                                               : "annotate-pattern,fuse-ops,fuse-tir",
-                                    error);
+  auto pipeline = parsePassPipeline(pipelineText, error);
   Instrumentation quiet;
   quiet.verifyEach = false;
   for (auto _ : state) {
@@ -119,6 +153,7 @@ void BM_Chain(benchmark::State &state) { runFusion(state, Shape::Chain); }
 void BM_Diamond(benchmark::State &state) { runFusion(state, Shape::Diamond); }
 void BM_FanOut(benchmark::State &state) { runFusion(state, Shape::FanOut); }
 void BM_Recurrence(benchmark::State &state) { runFusion(state, Shape::Recurrence); }
+void BM_Layers(benchmark::State &state) { runFusion(state, Shape::Layers); }
 
 } // namespace
 
@@ -126,4 +161,5 @@ BENCHMARK(BM_Chain)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::
 BENCHMARK(BM_Diamond)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FanOut)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Recurrence)->RangeMultiplier(10)->Range(1000, 100000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Layers)->RangeMultiplier(10)->Range(1000, 100000)->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

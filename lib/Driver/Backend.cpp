@@ -28,9 +28,9 @@ int fusec::runBackend(const Module &module, const BackendRequest &request,
   std::string source, error;
   // Graph ops left in a function have no kernel to generate, except where
   // a library runs the function.
-  std::vector<std::string> libraryBound = libraryBoundFunctions(module);
+  llvm::StringSet<> libraryBound = libraryBoundFunctions(module);
   for (const auto &function : module.functions) {
-    if (llvm::is_contained(libraryBound, function->name))
+    if (libraryBound.count(function->name))
       continue;
     std::string op;
     function->forEachBinding([&](const Binding &binding) {

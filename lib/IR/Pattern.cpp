@@ -55,11 +55,12 @@ int DataflowPattern::addGet(llvm::StringRef nodeName, int tuple, int64_t index) 
 
 bool fusec::isLibraryCodegen(llvm::StringRef codegen) { return codegen == "cublaslt"; }
 
-std::vector<std::string> fusec::libraryBoundFunctions(const Module &module) {
+llvm::StringSet<> fusec::libraryBoundFunctions(const Module &module) {
   llvm::StringSet<> bound;
-  std::vector<std::string> order;
+  llvm::StringMap<const Function *> byName; // the first of a name, as lookupFunction
   std::vector<const Function *> work;
   for (const auto &function : module.functions) {
+    byName.try_emplace(function->name, function.get());
     const Attr *codegen = function->attrs.get("codegen");
     if (codegen && codegen->kind == Attr::String && isLibraryCodegen(codegen->text))
       work.push_back(function.get());
@@ -69,12 +70,11 @@ std::vector<std::string> fusec::libraryBoundFunctions(const Module &module) {
     work.pop_back();
     if (!bound.insert(function->name).second)
       continue;
-    order.push_back(function->name);
     function->forEachBinding([&](const Binding &binding) {
       if (binding.kind == ExprKind::Call)
-        if (const Function *callee = module.lookupFunction(binding.callee))
+        if (const Function *callee = byName.lookup(binding.callee))
           work.push_back(callee);
     });
   }
-  return order;
+  return bound;
 }

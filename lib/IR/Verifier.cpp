@@ -33,9 +33,16 @@ namespace {
 class Checker {
 public:
   enum Mode { Infer, Verify };
-  Checker(const Module &module, DiagEngine &diag, Mode mode,
-          llvm::StringRef context)
-      : module(module), diag(diag), mode(mode), context(context.str()) {}
+  Checker(const Module &module, DiagEngine &diag, Mode mode, llvm::StringRef context)
+      : module(module), diag(diag), mode(mode), context(context.str()) {
+    // Calls are resolved by name once per binding: an index, not a scan of
+    // the module each time (a model of thousands of layers calls thousands
+    // of functions). The first of a name wins, as in Module::lookupFunction.
+    for (const auto &function : module.functions)
+      functionsByName.try_emplace(function->name, function.get());
+    for (const auto &kernel : module.kernels)
+      kernelsByName.try_emplace(kernel->name, kernel.get());
+  }
 
   bool checkFunction(Function &function);
   bool checkCallGraph();
@@ -49,7 +56,14 @@ private:
   bool checkSymbols(const Function &function);
   bool checkReturn(const Function &function);
 
+  const Function *lookupFunction(llvm::StringRef name) const {
+    return functionsByName.lookup(name);
+  }
+  const Kernel *lookupKernel(llvm::StringRef name) const { return kernelsByName.lookup(name); }
+
   const Module &module;
+  llvm::StringMap<const Function *> functionsByName;
+  llvm::StringMap<const Kernel *> kernelsByName;
   DiagEngine &diag;
   Mode mode;
   std::string context;
@@ -136,11 +150,11 @@ std::optional<Type> Checker::inferCall(const Binding &binding) {
   Type resultType;
   bool isKernel = binding.kind == ExprKind::CallKernel;
   if (isKernel) {
-    const Kernel *kernel = module.lookupKernel(binding.callee);
+    const Kernel *kernel = lookupKernel(binding.callee);
     if (!kernel)
       return error(binding.calleeLoc,
                    "call_kernel refers to unknown kernel '@" + binding.callee + "'" +
-                       (module.lookupFunction(binding.callee)
+                       (lookupFunction(binding.callee)
                             ? " ('@" + binding.callee + "' is a function: use call)"
                             : "")),
              std::nullopt;
@@ -148,11 +162,11 @@ std::optional<Type> Checker::inferCall(const Binding &binding) {
       params.push_back({buffer.name, buffer.type});
     resultType = kernel->getResultType();
   } else {
-    const Function *callee = module.lookupFunction(binding.callee);
+    const Function *callee = lookupFunction(binding.callee);
     if (!callee)
       return error(binding.calleeLoc,
                    "call to undefined function '@" + binding.callee + "'" +
-                       (module.lookupKernel(binding.callee)
+                       (lookupKernel(binding.callee)
                             ? " ('@" + binding.callee + "' is a kernel: use call_kernel)"
                             : "")),
              std::nullopt;
@@ -455,7 +469,7 @@ bool Checker::checkCallGraph() {
     function.forEachBinding([&](const Binding &binding) {
       if (!ok || binding.kind != ExprKind::Call)
         return;
-      const Function *callee = module.lookupFunction(binding.callee);
+      const Function *callee = lookupFunction(binding.callee);
       if (!callee)
         return;
       if (state[callee] == OnPath) {

@@ -136,7 +136,14 @@ static std::string libraryEmptyContractionVeto(const PatternMatch &match) {
 bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
                                  Function &function, DataflowBlock &block,
                                  PassContext &context) {
-  UseMap uses = collectUses(function);
+  // The function's uses, gathered at the first match: most patterns match
+  // nowhere in most blocks.
+  std::optional<UseMap> usesOnce;
+  auto getUses = [&]() -> const UseMap & {
+    if (!usesOnce)
+      usesOnce = collectUses(function);
+    return *usesOnce;
+  };
   // Groups as sets of bindings; groupOf maps a binding to its group.
   std::vector<std::vector<const Binding *>> groups;
   llvm::DenseMap<const Binding *, int> groupOf;
@@ -167,6 +174,7 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
     std::optional<PatternMatch> match = matchPattern(pattern, *binding, blockIndex);
     if (!match)
       continue;
+    const UseMap &uses = getUses();
     std::string failure = checkPatternConstraints(pattern, *match, uses);
     std::string separate;
     PrologueCost prologue;
@@ -174,7 +182,7 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
     if (failure.empty() && isLibraryCodegen(pattern.codegenPrefix()))
       failure = libraryEmptyContractionVeto(*match);
     if (failure.empty() && prologueTarget && isLibraryCodegen(pattern.codegenPrefix()))
-      failure = libraryPrologueVeto(*match, block, uses, *prologueTarget, separate, prologue);
+      failure = libraryPrologueVeto(*match, blockIndex, uses, *prologueTarget, separate, prologue);
     // The prologue estimate behind a decision, in the report's `cost`.
     auto prologueCosts = [&](bool fused) -> std::vector<std::pair<std::string, double>> {
       if (!prologue.rereads)
@@ -230,6 +238,10 @@ bool FuseByPattern::applyToBlock(const DataflowPattern &pattern, Module &module,
            "{" + llvm::join(names(groups[id]), ", ") + "}");
   }
 
+  // No match: the block stays as it is (the outliner's walks of the
+  // function, once per pattern and block, are most of a deep model's time).
+  if (llvm::all_of(groups, [](const auto &group) { return group.empty(); }))
+    return true;
   GroupOutliner outliner(module, function, block, functionTable);
   Attrs attrs;
   attrs.set("composite", Attr::makeString(pattern.name));
@@ -298,6 +310,9 @@ void FuseByPattern::annotateCodegen(Module &module, const std::vector<Function *
     });
   std::map<std::string, std::string> outerOf;
   std::vector<std::unique_ptr<Function>> added;
+  llvm::StringSet<> taken; // a lookup per candidate name, not a scan of the module
+  for (const auto &function : module.functions)
+    taken.insert(function->name);
   for (const auto &function : module.functions) {
     const Attr *composite = function->attrs.get("composite");
     if (!called.count(function->name) || !composite || composite->kind != Attr::String ||
@@ -306,8 +321,9 @@ void FuseByPattern::annotateCodegen(Module &module, const std::vector<Function *
     std::string prefix = llvm::StringRef(composite->text).split('.').first.str();
     auto outer = std::make_unique<Function>();
     outer->name = function->name + "_" + prefix;
-    for (int suffix = 1; module.lookupFunction(outer->name); ++suffix)
+    for (int suffix = 1; taken.count(outer->name); ++suffix)
       outer->name = function->name + "_" + prefix + "_" + std::to_string(suffix);
+    taken.insert(outer->name);
     outer->attrs.set("codegen", Attr::makeString(prefix));
     outer->attrs.set("global_symbol", Attr::makeString(outer->name));
     outer->returnType = function->returnType;

@@ -165,7 +165,7 @@ void FuseOps::fuseBlock(Module &module, Function &function, DataflowBlock &block
       FusionReport::Group entry{outlined.function, "fused",
                                 patternKindName(partition.groupPattern[root]).str(), "",
                                 memberNames, {}, {}, function.name, {}};
-      int contraction = findContraction(module, graph, partition, root);
+      int contraction = findContraction(module, graph, nodes);
       for (int node : nodes) {
         std::string name = "%" + graph.nodes[node].value->name;
         if (mergedReductions.count(node))

@@ -96,13 +96,14 @@ static int64_t ownElements(const Value *value, int64_t operandElements) {
   return elements < 0 ? operandElements : elements;
 }
 
-/// The first node of `group` that calls a kernel `isAnchor` accepts, or -1.
-static int findGroupKernel(const Module &module, const FusionGraph &graph,
-                           const Partition &partition, int group,
-                           llvm::function_ref<bool(const Kernel &)> isAnchor) {
-  for (int node = 0; node < int(graph.nodes.size()); ++node) {
+/// The first of `members` (nodes, in order) that calls a kernel `isAnchor`
+/// accepts, or -1.
+static int findMemberKernel(const Module &module, const FusionGraph &graph,
+                            llvm::ArrayRef<int> members,
+                            llvm::function_ref<bool(const Kernel &)> isAnchor) {
+  for (int node : members) {
     const Binding *binding = graph.nodes[node].binding;
-    if (!binding || partition.group[node] != group || binding->kind != ExprKind::CallKernel)
+    if (!binding || binding->kind != ExprKind::CallKernel)
       continue;
     const Kernel *kernel = module.lookupKernel(binding->callee);
     if (kernel && isAnchor(*kernel))
@@ -117,25 +118,31 @@ bool fusec::hasContraction(const Kernel &kernel) {
 }
 
 int fusec::findContraction(const Module &module, const FusionGraph &graph,
-                           const Partition &partition, int group) {
-  return findGroupKernel(module, graph, partition, group, [](const Kernel &kernel) {
-    Contraction contraction;
-    return contractionOf(kernel, contraction);
-  });
+                           llvm::ArrayRef<int> members) {
+  return findMemberKernel(module, graph, members, hasContraction);
 }
 
 std::set<int> fusec::mergePrologues(const Module &module, const Function &function,
                                     const FusionGraph &graph, Partition &partition,
                                     const TargetDesc &target, PassContext &context) {
   std::set<int> merged;
-  std::set<int> contractionGroups;
+  // Each group's nodes in order, and each binding's node, kept as groups
+  // merge: scans of the whole graph per group made a model of thousands of
+  // layers quadratic.
+  std::map<int, std::vector<int>> membersOf;
+  llvm::DenseMap<const Binding *, int> nodeOf;
   for (int node = 0; node < int(graph.nodes.size()); ++node)
-    if (graph.nodes[node].binding)
-      contractionGroups.insert(partition.group[node]);
-  for (int group : contractionGroups) {
-    int c = findContraction(module, graph, partition, group);
+    if (graph.nodes[node].binding) {
+      membersOf[partition.group[node]].push_back(node);
+      nodeOf[graph.nodes[node].binding] = node;
+    }
+  std::vector<int> anchorGroups;
+  for (const auto &entry : membersOf)
+    anchorGroups.push_back(entry.first);
+  for (int group : anchorGroups) {
+    int c = findContraction(module, graph, membersOf[group]);
     if (c < 0)
-      c = findGroupKernel(module, graph, partition, group, isReductionAnchor);
+      c = findMemberKernel(module, graph, membersOf[group], isReductionAnchor);
     if (c < 0)
       continue;
     const Binding &call = *graph.nodes[c].binding;
@@ -143,23 +150,16 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
     Contraction contraction;
     bool isContraction = contractionOf(kernel, contraction);
     std::optional<std::vector<Dim>> anchorRows;
-    if (!isContraction) {
-      std::vector<int> groupMembers;
-      for (int node = 0; node < int(graph.nodes.size()); ++node)
-        if (graph.nodes[node].binding && partition.group[node] == group)
-          groupMembers.push_back(node);
-      anchorRows = rowReductionRows(module, graph, groupMembers, false);
-    }
+    if (!isContraction)
+      anchorRows = rowReductionRows(module, graph, membersOf[group], false);
     int64_t m = isContraction ? contraction.extent(contraction.m, kSymbolicDimEstimate) : 0,
             n = isContraction ? contraction.extent(contraction.n, kSymbolicDimEstimate) : 0;
     for (size_t i = 0; i < call.operands.size() && i < kernel.inputs.size(); ++i) {
       const Value *operand = call.operands[i].value;
       if (!operand || !operand->definingBinding)
         continue;
-      int p = -1;
-      for (int node = 0; node < int(graph.nodes.size()); ++node)
-        if (graph.nodes[node].binding == operand->definingBinding)
-          p = node;
+      auto found = nodeOf.find(operand->definingBinding);
+      int p = found == nodeOf.end() ? -1 : found->second;
       if (p < 0 || partition.group[p] == group)
         continue;
       int producerGroup = partition.group[p];
@@ -168,12 +168,9 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
       // an elementwise or broadcast group (whatever it took in, such as a
       // transpose before its root), or an injective one whose injective
       // members are views (a reshape of the activation before the matmul).
-      std::vector<int> members;
+      const std::vector<int> members = membersOf[producerGroup];
       bool eligible = kind <= OpPatternKind::Injective;
-      for (int node = 0; node < int(graph.nodes.size()); ++node) {
-        if (partition.group[node] != producerGroup || !graph.nodes[node].binding)
-          continue;
-        members.push_back(node);
+      for (int node : members) {
         const Binding &member = *graph.nodes[node].binding;
         const Kernel *memberKernel =
             member.kind == ExprKind::CallKernel ? module.lookupKernel(member.callee) : nullptr;
@@ -266,10 +263,14 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
               {"chosen_us", fuse ? fusedUs : separateUs}}});
       if (!fuse)
         continue;
+      std::vector<int> &into = membersOf[group];
       for (int node : members) {
         partition.group[node] = group;
         merged.insert(node);
+        into.push_back(node);
       }
+      llvm::sort(into);
+      membersOf[producerGroup].clear();
     }
   }
   return merged;
@@ -280,14 +281,11 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
 /// model would fuse into fusec's matmul as a prologue (what fuse-ops does
 /// with prologue=true), which a library call cannot apply. "" otherwise;
 /// then `separate` says why a candidate prologue stays its own kernel.
-std::string fusec::libraryPrologueVeto(const PatternMatch &match, const DataflowBlock &block,
+std::string fusec::libraryPrologueVeto(const PatternMatch &match, const BlockIndex &block,
                                        const UseMap &uses, const TargetDesc &target,
                                        std::string &separate, PrologueCost &estimate) {
   estimate = PrologueCost();
   estimate.rereads = 0;
-  llvm::DenseSet<const Binding *> inBlock;
-  for (const auto &binding : block.bindings)
-    inBlock.insert(binding.get());
   for (const Binding *member : match.members) {
     if (member->kind != ExprKind::Op || member->callee != "matmul")
       continue;
@@ -316,7 +314,7 @@ std::string fusec::libraryPrologueVeto(const PatternMatch &match, const Dataflow
         const Value *value = pending.back();
         pending.pop_back();
         if (!seen.insert(value).second || !value->definingBinding ||
-            !inBlock.count(value->definingBinding) ||
+            !block.position.count(value->definingBinding) ||
             llvm::is_contained(match.members, value->definingBinding))
           continue;
         const Binding *producer = value->definingBinding;

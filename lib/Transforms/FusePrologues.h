@@ -73,10 +73,9 @@ double kernelWork(const Kernel &kernel, const TargetDesc &target);
 /// reduction and fallback rules run them), read `buffer` in all.
 double countInlinedReads(const Kernel &kernel, llvm::StringRef buffer);
 
-/// The node of `group`'s contraction (a call_kernel of a matmul or
-/// convolution kernel), or -1.
-int findContraction(const Module &module, const FusionGraph &graph,
-                    const Partition &partition, int group);
+/// The first of a group's nodes `members` (in order) that is its
+/// contraction (a call_kernel of a matmul or convolution kernel), or -1.
+int findContraction(const Module &module, const FusionGraph &graph, llvm::ArrayRef<int> members);
 
 /// For fuse-by-pattern{prologue-aware=true}: why a library match should be
 /// left to fusec's own kernel (an operand of its matmul comes from a chain of
@@ -84,9 +83,9 @@ int findContraction(const Module &module, const FusionGraph &graph,
 /// prologue, which a library call cannot apply), or "" — then `separate`
 /// says why a candidate prologue stays its own kernel, if there was one.
 /// `estimate` holds the last prologue estimate made (rereads 0: none).
-std::string libraryPrologueVeto(const PatternMatch &match, const DataflowBlock &block,
-                                const UseMap &uses, const TargetDesc &target,
-                                std::string &separate, PrologueCost &estimate);
+std::string libraryPrologueVeto(const PatternMatch &match, const BlockIndex &block,
+                                const UseMap &uses, const TargetDesc &target, std::string &separate,
+                                PrologueCost &estimate);
 
 } // namespace fusec
 

@@ -81,11 +81,11 @@ bool FuseTIR::run(Module &module, PassContext &context) {
   llvm::StringMap<std::vector<size_t>> keptParams; // fused name -> params kept
   llvm::StringSet<> fused;
   std::vector<const Value *> fieldGets; // call-site gets of expanded tuples
-  std::vector<std::string> libraryBound = libraryBoundFunctions(module);
+  llvm::StringSet<> libraryBound = libraryBoundFunctions(module);
   for (const auto &function : module.functions) {
     const Attr *primitive = function->attrs.get("primitive");
     if (!primitive || primitive->kind != Attr::Bool || !primitive->boolValue ||
-        function->attrs.get("codegen") || llvm::is_contained(libraryBound, function->name))
+        function->attrs.get("codegen") || libraryBound.count(function->name))
       continue;
     liftTensorConstants(module, *function);
     expandTupleParams(module, *function, fieldGets);

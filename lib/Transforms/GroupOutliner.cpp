@@ -232,14 +232,27 @@ std::string GroupOutliner::makeFunction(const std::vector<Binding *> &members,
     value->name = original;
   for (auto &[binding, attrs] : writtenAttrs)
     binding->attrs = std::move(attrs);
-  auto existing = table.find(text);
-  if (existing != table.end())
+  auto existing = table.byText.find(text);
+  if (existing != table.byText.end())
     return existing->second;
+  if (!table.takenKnown) {
+    for (const auto &other : module.functions)
+      table.taken.insert(other->name);
+    for (const auto &kernel : module.kernels)
+      table.taken.insert(kernel->name);
+    table.takenKnown = true;
+  }
   std::string unique = name;
-  for (int suffix = 1; module.lookupFunction(unique) || module.lookupKernel(unique); ++suffix)
-    unique = name + "_" + std::to_string(suffix);
+  int &suffix = table.nextSuffix[name];
+  if (suffix == 0)
+    suffix = 1;
+  else
+    unique = name + "_" + std::to_string(suffix++);
+  while (table.taken.count(unique))
+    unique = name + "_" + std::to_string(suffix++);
+  table.taken.insert(unique);
   outlined->name = unique;
-  table[text] = unique;
+  table.byText[text] = unique;
   module.functions.push_back(std::move(outlined));
   return unique;
 }

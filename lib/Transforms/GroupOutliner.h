@@ -14,6 +14,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <set>
 
@@ -32,8 +33,24 @@ struct OutsideFieldReads {
 OutsideFieldReads separateOutsideFieldReads(std::vector<Binding *> &members);
 
 /// Functions created by one pass run, by their text up to renaming, so that
-/// identical groups share one function across blocks and functions.
-using OutlinedFunctionTable = llvm::StringMap<std::string>;
+/// identical groups share one function across blocks and functions; and
+/// the names the module's functions and kernels take, gathered at the run's
+/// first new function and kept as it adds more (only the outliner adds
+/// functions while a pass runs), so that a fresh name costs a lookup, not a
+/// scan of the module per candidate: a model of thousands of layers makes
+/// thousands of `fused_matmul_add_1`, `_2`, ....
+struct OutlinedFunctionTable {
+  llvm::StringMap<std::string> byText;
+  llvm::StringSet<> taken;
+  llvm::StringMap<int> nextSuffix; // per base name: the suffixes below are taken
+  bool takenKnown = false;
+  void clear() {
+    byText.clear();
+    taken.clear();
+    nextSuffix.clear();
+    takenKnown = false;
+  }
+};
 
 class GroupOutliner {
 public:

@@ -86,9 +86,9 @@ bool Legalize::run(Module &module, PassContext &context) {
     copy->name = "_";
     kernelByText.try_emplace(printKernel(*copy), kernel->name);
   }
-  std::vector<std::string> libraryBound = libraryBoundFunctions(module);
+  llvm::StringSet<> libraryBound = libraryBoundFunctions(module);
   for (auto &function : module.functions) {
-    if (llvm::is_contained(libraryBound, function->name))
+    if (libraryBound.count(function->name))
       continue; // a library runs its body
     function->forEachBinding([&](Binding &binding) {
       if (binding.kind != ExprKind::Op)

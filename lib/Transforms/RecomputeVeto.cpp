@@ -97,7 +97,7 @@ std::set<int> fusec::vetoRecomputation(const Module &module, const Function &fun
     if (members.size() < 2 ||
         (kind != OpPatternKind::CommReduce && kind != OpPatternKind::OutEWiseFusable))
       continue;
-    bool hasContraction = findContraction(module, graph, partition, group) >= 0;
+    bool hasContraction = findContraction(module, graph, members) >= 0;
     std::optional<std::vector<Dim>> reductionRows =
         rowReductionRows(module, graph, members, hasContraction);
     // Later members first: a chain that leaves takes its producers along.

@@ -13,6 +13,7 @@
 #include "fusec/IR/IR.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <functional>
 #include <map>
@@ -105,7 +106,7 @@ bool isLibraryCodegen(llvm::StringRef codegen);
 /// Functions whose bodies a library runs: each function with a library
 /// `codegen` and every function it calls. Passes that compile graph ops
 /// (legalize, fuse-tir) leave them alone; the interpreter runs their bodies.
-std::vector<std::string> libraryBoundFunctions(const Module &module);
+llvm::StringSet<> libraryBoundFunctions(const Module &module);
 
 } // namespace fusec
 

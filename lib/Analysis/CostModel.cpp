@@ -176,6 +176,37 @@ static double expressionWorkMemo(const KExpr &expr, const TargetDesc &target,
   return work;
 }
 
+static double inputBytesMemo(const KExpr &expr, const Kernel &kernel,
+                             const std::map<std::string, const KStage *> &inlined,
+                             std::map<std::string, double> &stageBytes) {
+  if (expr.kind == KExpr::Load) {
+    auto found = inlined.find(expr.name);
+    if (found != inlined.end()) {
+      auto known = stageBytes.find(expr.name);
+      if (known == stageBytes.end())
+        known = stageBytes
+                    .emplace(expr.name,
+                             inputBytesMemo(*found->second->body, kernel, inlined, stageBytes))
+                    .first;
+      return known->second;
+    }
+    const KBuffer *buffer = kernel.findBuffer(expr.name);
+    return buffer && buffer->role == KBuffer::Input ? double(dtypeBytes(buffer->type.getDType()))
+                                                    : 0.0;
+  }
+  double bytes = 0;
+  for (const KExprPtr &arg : expr.args)
+    if (arg)
+      bytes += inputBytesMemo(*arg, kernel, inlined, stageBytes);
+  return bytes;
+}
+
+double fusec::expressionInputBytes(const KExpr &expr, const Kernel &kernel,
+                                   const std::map<std::string, const KStage *> &inlined) {
+  std::map<std::string, double> stageBytes;
+  return inputBytesMemo(expr, kernel, inlined, stageBytes);
+}
+
 int64_t fusec::estimatedProduct(llvm::ArrayRef<Dim> dims) {
   constexpr int64_t kLimit = int64_t(1) << 48;
   int64_t count = 1;
@@ -277,6 +308,36 @@ double fusec::estimateComputeAtUs(double workPerElement, ComputeAtBlocks compute
   double waves = std::ceil(double(blocks) / (double(target.smCount) * 8.0));
   double work = workPerElement * double(perBlock * blocks) / target.flopsPerUs();
   return std::max({work, memoryUs, waves * chainUs}) - memoryUs + chainUs;
+}
+
+double fusec::estimateRowKernelUs(double work, double memoryUs, double rereadBytes, int64_t buffers,
+                                  int64_t rows, const TargetDesc &target) {
+  constexpr double kL2Speedup = 2.5;
+  double computeUs = work / target.flopsPerUs();
+  double trafficUs = memoryUs + std::max(0.0, rereadBytes) / (kL2Speedup * target.bytesPerUs());
+  double waves = std::ceil(double(std::max<int64_t>(1, rows)) / (double(target.smCount) * 8.0));
+  return std::max(computeUs, trafficUs) - memoryUs +
+         double(buffers) * waves * 100.0 / (target.clockGHz * 1e3);
+}
+
+int64_t fusec::rowBufferElements(const Type &type, llvm::ArrayRef<Dim> rows,
+                                 const TargetDesc &target) {
+  if (!type.isTensor() || type.getRank() <= int64_t(rows.size()))
+    return 0;
+  const Shape &shape = type.getShape();
+  int64_t elements = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (d < rows.size() ? !(shape[d] == rows[d]) : shape[d].isSymbolic())
+      return 0;
+    if (d >= rows.size())
+      elements *= shape[d].size;
+    if (elements > kMaxRowBufferElements)
+      return 0;
+  }
+  if (elements < 2 || elements * dtypeBytes(type.getDType()) >
+                          target.sharedMemoryPerBlock - kRowKernelSharedReserve)
+    return 0;
+  return elements;
 }
 
 PlacementCost fusec::estimatePlacement(const KStage &producer, int64_t producerElements,

@@ -207,7 +207,7 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
         }
       int64_t bytes = elements * dtypeBytes(operand->type.getDType());
       PrologueCost estimate;
-      bool rowValuesOnce = false;
+      bool rowValuesOnce = false, rowBuffer = false;
       if (isContraction) {
         bool isA = loadsBuffer(*contraction.x, kernel.inputs[i].name);
         bool halves = contraction.xDType == contraction.yDType &&
@@ -219,9 +219,19 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
       } else {
         estimate = estimateRecompute(work - rowWork, ownWork, elements, bytes,
                                      readsPerElement(kernel, kernel.inputs[i]), target);
+        // Read by several passes, the operand's rows can be a row buffer of
+        // the reduction rule (ScheduleReduction.cpp): evaluated once into
+        // shared memory, at the cost of a barrier.
+        int64_t perRow = anchorRows ? rowBufferElements(operand->type, *anchorRows, target) : 0;
+        if (estimate.rereads > 1 && perRow) {
+          double bufferedUs = estimateRowKernelUs((work - rowWork) * double(elements), 0, 0, 1,
+                                                  elements / perRow, target);
+          rowBuffer = bufferedUs < estimate.fusedUs;
+          estimate.fusedUs = std::min(estimate.fusedUs, bufferedUs);
+        }
         if (rowWork > 0) {
-          double inlinedUs =
-              rowWork * double(elements) * double(estimate.rereads) / target.flopsPerUs();
+          double inlinedUs = rowWork * double(elements) * double(rowBuffer ? 1 : estimate.rereads) /
+                             target.flopsPerUs();
           double onceUs = estimateComputeAtUs(rowWork, {rowElements, 1}, 0, target);
           rowValuesOnce = onceUs < inlinedUs;
           estimate.fusedUs += std::min(inlinedUs, onceUs);
@@ -236,6 +246,9 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
       os << llvm::format("%.0f", work) << " FMA slots per element ";
       if (isContraction)
         os << "recomputed at each of " << rereads << " re-reads of the operand tiles";
+      else if (rowBuffer)
+        os << "evaluated once into a row buffer (its rows in shared memory), not " << rereads
+           << " times by the reduction's loops";
       else if (rereads == 1)
         os << "evaluated once by the reduction's loops";
       else

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "LowerKernel.h"
+#include "fusec/Analysis/Analysis.h"
 
 using namespace fusec;
 using namespace fusec::lowering;
@@ -184,11 +185,11 @@ bool KernelLowering::emitStrided(const KStage &stage, const std::vector<KExprPtr
   KExprPtr innerTotal = product(innerExtents);
   std::string target = stage.buffer;
   if (toShared) {
-    if (innerTotal->kind != KExpr::IntConst || innerTotal->intValue > 12288)
-      return error(scheduleOf(stage.buffer).loc,
-                   "'%" + stage.buffer +
-                       "' needs a static row of at most 12288 elements "
-                       "to be computed at block level");
+    if (innerTotal->kind != KExpr::IntConst || innerTotal->intValue > kMaxRowBufferElements)
+      return error(scheduleOf(stage.buffer).loc, "'%" + stage.buffer +
+                                                     "' needs a static row of at most " +
+                                                     std::to_string(kMaxRowBufferElements) +
+                                                     " elements to be computed at block level");
     target = addBuffer(stage.buffer + "_shared", KBuffer::Shared,
                        kernel.findBuffer(stage.buffer)->type.getDType(),
                        std::max<int64_t>(innerTotal->intValue, 1));

@@ -25,9 +25,9 @@
 //      them and comes back) and within max-fused-ops and max-function-args.
 //   2. Estimate both ways: merged = the spatial stages' work as the merged
 //      kernel evaluates them (inlined at every read, through inlined
-//      readers: evaluationsInGroup); separate = a launch per reader group,
-//      the values that cross between the groups written and read back, and
-//      the spatial work as each group's own kernel evaluates it.
+//      readers, unless kept as a row buffer: evaluationsInGroup); separate = a launch per reader
+//      group, the values that cross between the groups written and read back, and the spatial work
+//      as each group's own kernel evaluates it.
 //   3. merged < separate: the groups become one, named by the last; either
 //      way, a remark and a report decision give both times.
 //
@@ -82,10 +82,15 @@ double readsOfValue(const Module &module, const FusionGraph &graph, int reader,
 /// rule runs it, evaluates each member's result per element of it: a member
 /// with a reduction, or read outside `members` (or by the block's output),
 /// is computed once; any other is inlined at every read, so it runs as
-/// often as its readers read it.
+/// often as its readers read it, unless the rule can keep it as a row
+/// buffer (a whole row of `rows` in shared memory, while the block's shared
+/// memory lasts, later members first as the rule's search starts).
 std::map<int, double> evaluationsInGroup(const Module &module, const FusionGraph &graph,
-                                         const std::vector<int> &members) {
+                                         const std::vector<int> &members,
+                                         const std::optional<std::vector<Dim>> &rows,
+                                         const TargetDesc &target) {
   std::map<int, double> runs;
+  int64_t sharedLeft = target.sharedMemoryPerBlock - kRowKernelSharedReserve;
   for (auto it = members.rbegin(); it != members.rend(); ++it) {
     int q = *it;
     const FusionGraph::Node &node = graph.nodes[q];
@@ -105,15 +110,24 @@ std::map<int, double> evaluationsInGroup(const Module &module, const FusionGraph
                           ? double(estimatedNumElements(node.value->type))
                           : 0;
     runs[q] = once || elements <= 0 ? 1.0 : reads / elements;
+    if (runs[q] > 1.0 && rows) {
+      int64_t perRow = rowBufferElements(node.value->type, *rows, target);
+      int64_t bytes = perRow * dtypeBytes(node.value->type.getDType());
+      if (perRow && bytes <= sharedLeft) {
+        runs[q] = 1.0;
+        sharedLeft -= bytes;
+      }
+    }
   }
   return runs;
 }
 
 /// The work of `producer`'s spatial members as the kernel of `members`
-/// evaluates them, in FMA slots.
+/// (of rows `rows`, if a row kernel) evaluates them, in FMA slots.
 double spatialWork(const Module &module, const FusionGraph &graph, const std::vector<int> &producer,
-                   const std::vector<int> &members, const TargetDesc &target) {
-  std::map<int, double> runs = evaluationsInGroup(module, graph, members);
+                   const std::vector<int> &members, const std::optional<std::vector<Dim>> &rows,
+                   const TargetDesc &target) {
+  std::map<int, double> runs = evaluationsInGroup(module, graph, members, rows, target);
   double work = 0;
   for (int q : producer) {
     const Kernel *kernel = kernelOf(module, graph, q);
@@ -292,11 +306,11 @@ std::set<int> fusec::mergeRowReductions(const Module &module, const Function &fu
       if (crosses && result->type.isTensor())
         bytes += estimatedNumElements(result->type) * dtypeBytes(result->type.getDType());
     }
-    double mergedWork = spatialWork(module, graph, merged, merged, target), ownWork = 0;
-    ownWork += spatialWork(module, graph, members, members, target);
+    double mergedWork = spatialWork(module, graph, merged, merged, rows, target), ownWork = 0;
+    ownWork += spatialWork(module, graph, members, members, rows, target);
     for (int consumer : consumers) {
       const std::vector<int> &readers = groups.find(consumer)->second;
-      ownWork += spatialWork(module, graph, readers, readers, target);
+      ownWork += spatialWork(module, graph, readers, readers, rowsOf(consumer), target);
     }
     PrologueCost cost = estimateRecompute(mergedWork, ownWork, 1, bytes, 1, target);
     cost.separateUs += double(consumers.size() - 1) * target.launchOverheadUs;

@@ -17,12 +17,10 @@
 //      it with strided loads, warp shuffles and shared memory;
 //   3. the output: rows(threads, vector, inner = rank - |R|), threads the
 //      smallest power of two >= the reduced extent within [32, 256].
-// With a target (cost-model=roofline), a row value — a spatial internal
-// stage of shape R (then 1s) that a wider stage reads, such as a chain on a
-// row's mean added back to the row — is computed at the block, once per
-// row into shared memory, when the cost model (estimatePlacement) finds
-// that cheaper than inlining it at every element that reads it (seed 003's
-// recomputation, here after a reduction).
+// With a target (cost-model=roofline), row values (one per row) and row
+// buffers (whole rows) may instead be computed once per row at the block
+// into shared memory, where the cost model finds that cheaper than
+// inlining them at every read (ScheduleRowStages.cpp).
 // Rows of fewer than 32 elements (a 3 x 3 pooling window, a mean over 8)
 // are left to the fallback rule when it would materialize nothing: a warp
 // per row would leave most lanes idle and spend five shuffle rounds per
@@ -31,10 +29,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ScheduleRules.h"
-
-#include "llvm/Support/Format.h"
-
-#include <map>
 
 using namespace fusec;
 
@@ -103,98 +97,6 @@ static bool reduceInReaderThreads(const Kernel &kernel, const std::vector<KStage
         !findSoleOwnIndexReader(kernel, stages, i))
       return false;
   return true;
-}
-
-/// Whether `stage` holds one value per row: spatial, internal, of shape
-/// `rows` followed by 1s.
-static bool isRowValue(const Kernel &kernel, const KStage &stage, const std::vector<Dim> &rows) {
-  if (!isInternal(kernel, stage) || stage.isReduction())
-    return false;
-  const Shape &shape = kernel.findBuffer(stage.buffer)->type.getShape();
-  if (shape.size() < rows.size())
-    return false;
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (d < rows.size() ? !(shape[d] == rows[d]) : !shape[d].isOne())
-      return false;
-  return true;
-}
-
-/// With a target: each row value that a wider stage reads (the last of a
-/// row chain; the stages before it inline into it) goes to the block when
-/// computing it once per row is estimated cheaper than inlining it into
-/// every read. Remarks and report decisions give both estimates.
-static void placeRowValues(const Kernel &kernel, const std::vector<Dim> &rows, const KStage &output,
-                           KSchedule &schedule, const ScheduleCostContext &cost) {
-  std::vector<const KStage *> candidates;
-  for (const KStage &stage : kernel.stages) {
-    if (!isRowValue(kernel, stage, rows))
-      continue;
-    bool readWider = llvm::any_of(kernel.stages, [&](const KStage &reader) {
-      return !isRowValue(kernel, reader, rows) && loadsBuffer(*reader.body, stage.buffer);
-    });
-    if (readWider)
-      candidates.push_back(&stage);
-  }
-  if (candidates.empty())
-    return;
-  std::map<std::string, const KStage *> inlined;
-  for (const KStage &stage : kernel.stages)
-    if (isInternal(kernel, stage) && !stage.isReduction() &&
-        !llvm::is_contained(candidates, &stage))
-      inlined[stage.buffer] = &stage;
-  int64_t rowCount = std::max<int64_t>(1, estimatedProduct(rows));
-  const Type &outputType = kernel.outputs.front().type;
-  int64_t rootBytes = estimatedNumElements(outputType) * dtypeBytes(outputType.getDType());
-  for (const KBuffer &input : kernel.inputs)
-    rootBytes += estimatedNumElements(input.type) * dtypeBytes(input.type.getDType());
-  // Inlined, a row value is evaluated at every read: each load in the
-  // stages that are not inlined counts its stage's iterations.
-  std::vector<KStage> flattened = inlineStagesWhere(
-      kernel, [&](size_t j) { return inlined.count(kernel.stages[j].buffer) != 0; });
-  for (const KStage *candidate : candidates) {
-    double evaluations = countReads(
-        kernel, flattened, [&](const KStage &stage) { return inlined.count(stage.buffer) != 0; },
-        candidate->buffer);
-    const Type &type = kernel.findBuffer(candidate->buffer)->type;
-    PlacementCost estimate =
-        estimatePlacement(*candidate, rowCount, rowCount * dtypeBytes(type.getDType()),
-                          saturatingInt64(std::max(1.0, evaluations)), rootBytes, {rowCount, 1},
-                          *cost.target, inlined);
-    // Materializing would need the reductions it reads in a launch of
-    // their own: not a choice here.
-    bool atBlock = estimate.computeAtUs < estimate.inlineUs;
-    estimate.choice = atBlock ? "compute_at" : "inline";
-    if (atBlock) {
-      StageSchedule *entry = schedule.find(candidate->buffer);
-      entry->placement = StageSchedule::ComputeAt;
-      entry->consumer = output.buffer;
-      entry->level = StageSchedule::Block;
-    }
-    std::string reason;
-    llvm::raw_string_ostream os(reason);
-    os << "a row value: inlining would evaluate it " << estimate.recompute << " times per row ("
-       << llvm::format("%.0f", estimate.workPerElement) << " FMA slots each)";
-    if (hasSymbolicDims(type) || hasSymbolicDims(outputType))
-      os << " (symbolic dims counted as " << kSymbolicDimEstimate << ")";
-    os.flush();
-    std::string producer = "%" + candidate->buffer, consumer = "%" + output.buffer;
-    PassContext *pass = cost.pass;
-    if (pass && pass->remarks)
-      *pass->remarks << "remark: schedule: @" << kernel.name << ": " << producer << " -> "
-                     << consumer << ": " << estimate.choice << " (" << reason
-                     << "; estimated us: inline " << llvm::format("%.3f", estimate.inlineUs)
-                     << ", compute_at " << llvm::format("%.3f", estimate.computeAtUs) << " on "
-                     << cost.target->name << ")\n";
-    if (pass && pass->report)
-      pass->report->decisions.push_back({"schedule",
-                                         kernel.name,
-                                         estimate.choice,
-                                         reason,
-                                         {{"producer", producer}, {"consumer", consumer}},
-                                         {{"inline_us", estimate.inlineUs},
-                                          {"compute_at_us", estimate.computeAtUs},
-                                          {"chosen_us", estimate.chosenUs()}}});
-  }
 }
 
 bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std::string &why,
@@ -289,6 +191,6 @@ bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std:
     schedule.stages.push_back(std::move(entry));
   }
   if (cost.target)
-    placeRowValues(kernel, rows, *output, schedule, cost);
+    placeRowStages(kernel, rows, *output, schedule, cost);
   return true;
 }

@@ -103,6 +103,11 @@ void placeBroadcastProducers(const Kernel &kernel, KSchedule &schedule,
 /// Reductions that share their rows with the one output (row sums,
 /// softmax, layer_norm, mean): one block per row, reductions computed at
 /// block level, spatial stages inlined.
+/// With a target: the `reduction` rule's row values and row buffers that
+/// the cost model places at the block (ScheduleRowStages.cpp); `rows` are
+/// the reductions' rows, `output` the kernel's output stage.
+void placeRowStages(const Kernel &kernel, const std::vector<Dim> &rows, const KStage &output,
+                    KSchedule &schedule, const ScheduleCostContext &cost);
 bool scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std::string &why,
                           const ScheduleCostContext &cost);
 /// A contraction with at least a 16 x 16 output tile per batch, alone or

@@ -171,3 +171,51 @@ TEST_CASE("cost model: views are reshapes, squeezes and expand_dims", "[cost]") 
   CHECK_FALSE(legalizesToView("func @main(%x: f32[8]) -> f32[8] {\n"
                               "  %y = exp(%x)\n  return %y\n}\n"));
 }
+
+TEST_CASE("cost model: row buffers", "[cost]") {
+  TargetDesc target;
+  std::string error;
+  REQUIRE(loadTargetDesc("sm_90", target, error));
+  std::vector<Dim> rows = {Dim::of(64)};
+  // A row of static inner dims that fits the block's shared memory (48 KiB
+  // less the reserve) is a row buffer; one value per row, a symbolic row,
+  // other leading dims and rows too long are not.
+  CHECK(rowBufferElements(Type::tensor(DType::f32, {Dim::of(64), Dim::of(768)}), rows, target) ==
+        768);
+  CHECK(rowBufferElements(Type::tensor(DType::f16, {Dim::of(64), Dim::of(4), Dim::of(1024)}), rows,
+                          target) == 4096);
+  CHECK(rowBufferElements(Type::tensor(DType::f32, {Dim::of(64), Dim::of(1)}), rows, target) == 0);
+  CHECK(rowBufferElements(Type::tensor(DType::f32, {Dim::of(64), Dim::named("n")}), rows, target) ==
+        0);
+  CHECK(rowBufferElements(Type::tensor(DType::f32, {Dim::of(32), Dim::of(768)}), rows, target) ==
+        0);
+  CHECK(rowBufferElements(Type::tensor(DType::f32, {Dim::of(64), Dim::of(11264)}), rows, target) ==
+        11264);
+  CHECK(rowBufferElements(Type::tensor(DType::f32, {Dim::of(64), Dim::of(11265)}), rows,
+                          target) == 0); // 45060 bytes: more than 48 KiB - 4 KiB
+  CHECK(rowBufferElements(Type::tensor(DType::f16, {Dim::of(64), Dim::of(12289)}), rows,
+                          target) == 0); // more than lower's 12288
+
+  // The kernel's time beyond its memory traffic: compute that the traffic
+  // hides costs nothing, re-reads cost at 2.5x DRAM bandwidth, a buffer a
+  // barrier (100 cycles) per wave of 8 blocks per SM.
+  double barrierUs = 100.0 / (target.clockGHz * 1e3);
+  CHECK(estimateRowKernelUs(1000, 1.0, 0, 0, 64, target) == Approx(0));
+  CHECK(estimateRowKernelUs(2 * target.flopsPerUs(), 1.0, 0, 0, 64, target) == Approx(1.0));
+  CHECK(estimateRowKernelUs(0, 1.0, 2.5 * target.bytesPerUs(), 0, 64, target) == Approx(1.0));
+  CHECK(estimateRowKernelUs(0, 1.0, 0, 2, 64, target) == Approx(2 * barrierUs));
+  CHECK(estimateRowKernelUs(0, 1.0, 0, 1, 132 * 8 + 1, target) == Approx(2 * barrierUs));
+
+  // Input bytes per evaluation: an input's loads, through inlined stages.
+  test::Parsed parsed("kernel @k(%x: f32[64,768], %g: f16[768]) -> (%out: f32[64,768]) {\n"
+                      "  internal %t: f32[64,768]\n"
+                      "  %t[i, j] = multiply(%x[i, j], %x[i, j])\n"
+                      "  %out[i, j] = add(%t[i, j], f32(%g[j]))\n"
+                      "}\n");
+  REQUIRE(parsed.firstError() == "");
+  const Kernel &kernel = *parsed.module->kernels.front();
+  const KStage &t = kernel.stages[0], &out = kernel.stages[1];
+  CHECK(expressionInputBytes(*t.body, kernel, {}) == Approx(8));
+  CHECK(expressionInputBytes(*out.body, kernel, {}) == Approx(2));
+  CHECK(expressionInputBytes(*out.body, kernel, {{"t", &t}}) == Approx(10));
+}

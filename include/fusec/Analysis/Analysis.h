@@ -196,6 +196,10 @@ bool isLayoutPreservingView(const Kernel &kernel);
 /// count their bodies too (what inlining substitutes).
 double expressionWork(const KExpr &expr, const TargetDesc &target,
                       const std::map<std::string, const KStage *> &inlined);
+/// Bytes one evaluation of an expression loads from the kernel's inputs
+/// (global memory), loads of `inlined` stages counting their bodies' loads.
+double expressionInputBytes(const KExpr &expr, const Kernel &kernel,
+                            const std::map<std::string, const KStage *> &inlined);
 
 /// Where to compute a spatial producer stage read by a root through a
 /// broadcast (the seed 003 shape: a [rows, 1] chain added to [rows, cols]).
@@ -229,6 +233,29 @@ struct PlacementCost {
 /// root's own traffic (what it hides).
 double estimateComputeAtUs(double workPerElement, ComputeAtBlocks computeAt, double memoryUs,
                            const TargetDesc &target);
+/// The time beyond its memory traffic (`memoryUs`, each input read and the
+/// output written once) of a row kernel of `rows` blocks that does `work`
+/// FMA slots in all, re-reads `rereadBytes` of its inputs (from L2, 2.5
+/// times faster than DRAM, XLA's kL2CacheSpeedup) and holds `buffers` row
+/// buffers: the roofline's excess over `memoryUs`, and a barrier (about
+/// 100 cycles) per buffer and wave of resident blocks (8 per SM). A row
+/// buffer's loads are those the kernel makes anyway, so no latency chain is
+/// exposed before the reduction starts (unlike estimateComputeAtUs's
+/// producers of a broadcast).
+double estimateRowKernelUs(double work, double memoryUs, double rereadBytes, int64_t buffers,
+                           int64_t rows, const TargetDesc &target);
+/// The longest row `lower` computes at a block into shared memory.
+constexpr int64_t kMaxRowBufferElements = 12288;
+/// Shared memory a row kernel keeps for its reductions' partials and row
+/// values (4 bytes per warp and per value), not for row buffers.
+constexpr int64_t kRowKernelSharedReserve = 4096;
+/// The elements of one row of `type` that the reduction rule can hold in a
+/// block's shared memory (a row buffer, not TVM): `rows` its leading dims,
+/// static inner dims of 2 to kMaxRowBufferElements elements that fit the
+/// target's shared memory per block less kRowKernelSharedReserve; 0
+/// otherwise.
+int64_t rowBufferElements(const Type &type, llvm::ArrayRef<Dim> rows, const TargetDesc &target);
+
 PlacementCost estimatePlacement(const KStage &producer, int64_t producerElements,
                                 int64_t producerBytes, int64_t rootElements, int64_t rootBytes,
                                 ComputeAtBlocks computeAt, const TargetDesc &target,

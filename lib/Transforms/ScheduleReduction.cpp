@@ -1,8 +1,9 @@
 //===- ScheduleReduction.cpp - Row reductions -----------------------------===//
 //
 // Contract: applies to kernels with one output whose reductions all have
-// the same spatial shape R (the rows), reduce along the innermost axis of
-// some input (a row, not a column, reduction), are not contractions
+// the same spatial shape R (the rows; up to trailing kept axes of size 1),
+// reduce along the innermost axis of some input (a row, not a column,
+// reduction), are not contractions
 // (matmul, convolution: a product of loads, one of which some output rows
 // share — those go to the fallback until they get a rule of their own) and
 // are read only within their own row; the output's leading dims are R (a
@@ -28,6 +29,7 @@
 // a warp (PyTorch's reductions do the same for short rows).
 //
 //===----------------------------------------------------------------------===//
+#include "FusePrologues.h"
 #include "ScheduleRules.h"
 
 using namespace fusec;
@@ -114,13 +116,20 @@ bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std:
   }
   if (reductions.empty() || !output)
     return why = "no reduction", false;
-  const Type &rowType = kernel.findBuffer(reductions.front()->buffer)->type;
-  std::vector<Dim> rows = rowType.getShape();
+  // The rows: the reductions' shape, up to kept (keepdims) axes of size 1,
+  // as the fewest dims among them have it (a merged norm's `sum` into [m]
+  // beside a `mean {keepdims}` into [m, 1]).
+  std::vector<Dim> rows = kernel.findBuffer(reductions.front()->buffer)->type.getShape();
+  for (const KStage *reduction : reductions) {
+    const Shape &shape = kernel.findBuffer(reduction->buffer)->type.getShape();
+    if (withoutTrailingOnes(shape) != withoutTrailingOnes(rows))
+      return why = "reductions of different shapes", false;
+    if (shape.size() < rows.size())
+      rows = shape;
+  }
   int64_t reduced = 1;
   bool symbolicReduction = false;
   for (const KStage *reduction : reductions) {
-    if (kernel.findBuffer(reduction->buffer)->type.getShape() != rows)
-      return why = "reductions of different shapes", false;
     if (!reducesInnermost(kernel, *reduction))
       return why = "'%" + reduction->buffer + "' reduces a column, not a row", false;
     if (isContraction(kernel, *reduction))

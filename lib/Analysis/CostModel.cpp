@@ -334,8 +334,8 @@ int64_t fusec::rowBufferElements(const Type &type, llvm::ArrayRef<Dim> rows,
     if (elements > kMaxRowBufferElements)
       return 0;
   }
-  if (elements < 2 || elements * dtypeBytes(type.getDType()) >
-                          target.sharedMemoryPerBlock - kRowKernelSharedReserve)
+  int64_t shared = std::min(target.sharedMemoryPerBlock, kMaxStaticSharedBytes);
+  if (elements < 2 || elements * dtypeBytes(type.getDType()) > shared - kRowKernelSharedReserve)
     return 0;
   return elements;
 }

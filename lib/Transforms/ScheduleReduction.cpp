@@ -156,6 +156,13 @@ bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std:
     rows.pop_back();
   if (!outputHasRows())
     return why = "the output does not have the reductions' rows", false;
+  // A reduction as the output stores at its block's row coordinates, so its
+  // kept axes must be in the rows too (not so when another reduction drops
+  // them: a sum into [m] beside the output's sum {keepdims} into [m, 1]).
+  if (output->isReduction() && outputType.getRank() != int64_t(rows.size()))
+    return why =
+               "the output '%" + output->buffer + "' keeps reduced axes that other reductions drop",
+           false;
   // Every reader of a reduction reads its own row.
   for (const KStage &reader : stages) {
     if (isInternal(kernel, reader) && !reader.isReduction())

@@ -164,7 +164,8 @@ static void placeRowBuffers(const Kernel &kernel, const std::vector<Dim> &rows,
                    });
     if (ownRows) {
       candidates.push_back(&stage);
-      rowBytes[&stage] = elements * dtypeBytes(type.getDType());
+      // Each shared array is 16-byte aligned.
+      rowBytes[&stage] = (elements * dtypeBytes(type.getDType()) + 15) / 16 * 16;
     }
   }
   if (candidates.empty())
@@ -210,8 +211,9 @@ static void placeRowBuffers(const Kernel &kernel, const std::vector<Dim> &rows,
   };
   // What the block's other shared buffers take: per reduction its value
   // and a partial per warp (8 at most, of at most 8 bytes), per row value 8
-  // bytes.
-  int64_t budget = target.sharedMemoryPerBlock;
+  // bytes; at most the 48 KiB of static shared memory `lower` allows,
+  // whatever the target offers with an opt-in.
+  int64_t budget = std::min(target.sharedMemoryPerBlock, kMaxStaticSharedBytes);
   for (const KStage &stage : kernel.stages)
     budget -= stage.isReduction() ? 72 : rowValuesAtBlock.count(stage.buffer) ? 8 : 0;
   auto bytesOf = [&](const StageSet &buffers) {
@@ -258,17 +260,31 @@ static void placeRowBuffers(const Kernel &kernel, const std::vector<Dim> &rows,
       break;
   }
   // A reader too large to inline gets a launch of its own from `lower`,
-  // where the block's shared rows are not: its buffers go back inline.
+  // where the block's shared rows are not; a reader that reads a buffer
+  // through inlined stages at other rows (a transpose of row dims) needs
+  // rows the block does not hold: those buffers go back inline.
+  StageSet unreachable;
   for (bool dropped = true; dropped;) {
     dropped = false;
     std::map<std::string, const KStage *> inlined = inlinedWithout(buffers);
     std::vector<KStage> flattened = inlineStagesWhere(
         kernel, [&](size_t j) { return inlined.count(kernel.stages[j].buffer) != 0; });
     for (const KStage &stage : flattened) {
-      if (!inlined.count(stage.buffer) || !exceedsInliningLimit(*stage.body))
+      bool tooLarge = inlined.count(stage.buffer) && exceedsInliningLimit(*stage.body);
+      if (inlined.count(stage.buffer) && !tooLarge)
         continue;
-      for (auto it = buffers.begin(); it != buffers.end();)
-        it = loadsBuffer(*stage.body, (*it)->buffer) ? (dropped = true, buffers.erase(it)) : ++it;
+      std::vector<std::string> vars;
+      if (hasRows(stage))
+        vars.assign(stage.spatialVars.begin(), stage.spatialVars.begin() + rows.size());
+      for (auto it = buffers.begin(); it != buffers.end();) {
+        const std::string &name = (*it)->buffer;
+        bool outside =
+            loadsBuffer(*stage.body, name) &&
+            (tooLarge || !hasRows(stage) || !readsAtOwnIndex(*stage.body, name, vars, false));
+        if (outside)
+          unreachable.insert(*it);
+        it = outside ? (dropped = true, buffers.erase(it)) : std::next(it);
+      }
     }
   }
   for (const KStage *buffer : buffers) {
@@ -297,16 +313,20 @@ static void placeRowBuffers(const Kernel &kernel, const std::vector<Dim> &rows,
     bool chosen = buffers.count(candidate) != 0;
     if (!chosen && evaluations <= double(elements))
       continue; // evaluated once either way: nothing to decide
-    bool fits = bytesOf(with) <= budget;
+    bool fits = bytesOf(with) <= budget && !unreachable.count(candidate);
     double inlineUs = kernelUs(without), computeAtUs = fits ? kernelUs(with) : 0;
     std::string reason;
     llvm::raw_string_ostream os(reason);
-    os << "a row of " << rowBytes[candidate] / dtypeBytes(type.getDType()) << " elements ("
-       << rowBytes[candidate] << " bytes of shared memory): inlining would evaluate each element "
+    int64_t perRow = rowBufferElements(type, rows, target);
+    os << "a row of " << perRow << " elements (" << perRow * dtypeBytes(type.getDType())
+       << " bytes of shared memory): inlining would evaluate each element "
        << llvm::format("%.0f", evaluations / double(elements)) << " times ("
        << llvm::format("%.0f", expressionWork(*candidate->body, target, inlined))
        << " FMA slots each)";
-    if (!fits)
+    if (unreachable.count(candidate))
+      os << "; a stage reads it outside its own row (through inlined stages) or in a launch of "
+            "its own";
+    else if (!fits)
       os << "; the block's shared memory has no room left for it";
     if (hasSymbolicDims(type) || hasSymbolicDims(outputType))
       os << " (symbolic dims counted as " << kSymbolicDimEstimate << ")";

@@ -130,81 +130,30 @@ bool fusec::loadTargetDesc(llvm::StringRef spec, TargetDesc &target, DiagEngine 
   return false;
 }
 
-/// expressionWork with each inlined stage's work computed once: stages read
-/// by several later ones (a diamond) would otherwise be expanded as a tree.
-static double expressionWorkMemo(const KExpr &expr, const TargetDesc &target,
-                                 const std::map<std::string, const KStage *> &inlined,
-                                 std::map<std::string, double> &stageWork) {
-  double special = target.fp32FmaPerClockPerSM / target.specialFunctionPerClockPerSM;
-  double work = 0;
-  switch (expr.kind) {
-  case KExpr::Call: {
-    static const char *const specials[] = {"exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh",
-                                           "sigmoid", "erf", "gelu", "gelu_tanh", "silu"};
-    if (expr.name == "divide" || expr.name == "power")
-      work = 2 * special; // a reciprocal (or log and exp) and a multiply
-    else if (llvm::is_contained(specials, expr.name))
-      work = special;
-    else
-      work = 1;
-    break;
-  }
-  case KExpr::Select:
-  case KExpr::Lt: case KExpr::Le: case KExpr::Gt: case KExpr::Ge: case KExpr::Eq:
-  case KExpr::Ne:
-    work = 1;
-    break;
-  case KExpr::Load: {
-    auto found = inlined.find(expr.name);
-    if (found == inlined.end())
-      break;
-    auto known = stageWork.find(expr.name);
-    if (known == stageWork.end())
-      known = stageWork
-                  .emplace(expr.name, expressionWorkMemo(*found->second->body, target, inlined,
-                                                         stageWork))
-                  .first;
-    work = known->second;
-    break;
-  }
-  default: // index arithmetic, casts and literals: free next to the rest
-    break;
-  }
-  for (const KExprPtr &arg : expr.args)
-    if (arg && expr.kind != KExpr::Load)
-      work += expressionWorkMemo(*arg, target, inlined, stageWork);
-  return work;
-}
-
-static double inputBytesMemo(const KExpr &expr, const Kernel &kernel,
-                             const std::map<std::string, const KStage *> &inlined,
-                             std::map<std::string, double> &stageBytes) {
+/// The sum over an expression of `own(node)`, a load of an `inlined` stage
+/// counting that stage's body instead, each stage's sum computed once
+/// (`memo`): stages read by several later ones (a diamond) would otherwise
+/// be expanded as a tree. Index expressions (a load's arguments) count
+/// nothing.
+static double sumThroughInlined(const KExpr &expr,
+                                const std::map<std::string, const KStage *> &inlined,
+                                llvm::function_ref<double(const KExpr &)> own,
+                                std::map<std::string, double> &memo) {
   if (expr.kind == KExpr::Load) {
     auto found = inlined.find(expr.name);
-    if (found != inlined.end()) {
-      auto known = stageBytes.find(expr.name);
-      if (known == stageBytes.end())
-        known = stageBytes
-                    .emplace(expr.name,
-                             inputBytesMemo(*found->second->body, kernel, inlined, stageBytes))
-                    .first;
-      return known->second;
-    }
-    const KBuffer *buffer = kernel.findBuffer(expr.name);
-    return buffer && buffer->role == KBuffer::Input ? double(dtypeBytes(buffer->type.getDType()))
-                                                    : 0.0;
+    if (found == inlined.end())
+      return own(expr);
+    auto known = memo.find(expr.name);
+    if (known == memo.end())
+      known = memo.emplace(expr.name, sumThroughInlined(*found->second->body, inlined, own, memo))
+                  .first;
+    return known->second;
   }
-  double bytes = 0;
+  double sum = own(expr);
   for (const KExprPtr &arg : expr.args)
     if (arg)
-      bytes += inputBytesMemo(*arg, kernel, inlined, stageBytes);
-  return bytes;
-}
-
-double fusec::expressionInputBytes(const KExpr &expr, const Kernel &kernel,
-                                   const std::map<std::string, const KStage *> &inlined) {
-  std::map<std::string, double> stageBytes;
-  return inputBytesMemo(expr, kernel, inlined, stageBytes);
+      sum += sumThroughInlined(*arg, inlined, own, memo);
+  return sum;
 }
 
 int64_t fusec::estimatedProduct(llvm::ArrayRef<Dim> dims) {
@@ -295,8 +244,42 @@ bool fusec::isLayoutPreservingView(const Kernel &kernel) {
 
 double fusec::expressionWork(const KExpr &expr, const TargetDesc &target,
                              const std::map<std::string, const KStage *> &inlined) {
-  std::map<std::string, double> stageWork;
-  return expressionWorkMemo(expr, target, inlined, stageWork);
+  double special = target.fp32FmaPerClockPerSM / target.specialFunctionPerClockPerSM;
+  auto own = [&](const KExpr &node) -> double {
+    static const char *const specials[] = {"exp",  "log",     "sqrt", "rsqrt", "sin",       "cos",
+                                           "tanh", "sigmoid", "erf",  "gelu",  "gelu_tanh", "silu"};
+    switch (node.kind) {
+    case KExpr::Call:
+      if (node.name == "divide" || node.name == "power")
+        return 2 * special; // a reciprocal (or log and exp) and a multiply
+      return llvm::is_contained(specials, node.name) ? special : 1;
+    case KExpr::Select:
+    case KExpr::Lt:
+    case KExpr::Le:
+    case KExpr::Gt:
+    case KExpr::Ge:
+    case KExpr::Eq:
+    case KExpr::Ne:
+      return 1;
+    default: // loads, index arithmetic, casts and literals: free next to the rest
+      return 0;
+    }
+  };
+  std::map<std::string, double> memo;
+  return sumThroughInlined(expr, inlined, own, memo);
+}
+
+double fusec::expressionInputBytes(const KExpr &expr, const Kernel &kernel,
+                                   const std::map<std::string, const KStage *> &inlined) {
+  auto own = [&](const KExpr &node) -> double {
+    if (node.kind != KExpr::Load)
+      return 0;
+    const KBuffer *buffer = kernel.findBuffer(node.name);
+    return buffer && buffer->role == KBuffer::Input ? double(dtypeBytes(buffer->type.getDType()))
+                                                    : 0.0;
+  };
+  std::map<std::string, double> memo;
+  return sumThroughInlined(expr, inlined, own, memo);
 }
 
 double fusec::estimateComputeAtUs(double workPerElement, ComputeAtBlocks computeAt, double memoryUs,
@@ -320,6 +303,10 @@ double fusec::estimateRowKernelUs(double work, double memoryUs, double rereadByt
          double(buffers) * waves * 100.0 / (target.clockGHz * 1e3);
 }
 
+int64_t fusec::rowKernelSharedBytes(const TargetDesc &target) {
+  return std::min(target.sharedMemoryPerBlock, kMaxStaticSharedBytes);
+}
+
 int64_t fusec::rowBufferElements(const Type &type, llvm::ArrayRef<Dim> rows,
                                  const TargetDesc &target) {
   if (!type.isTensor() || type.getRank() <= int64_t(rows.size()))
@@ -334,8 +321,8 @@ int64_t fusec::rowBufferElements(const Type &type, llvm::ArrayRef<Dim> rows,
     if (elements > kMaxRowBufferElements)
       return 0;
   }
-  int64_t shared = std::min(target.sharedMemoryPerBlock, kMaxStaticSharedBytes);
-  if (elements < 2 || elements * dtypeBytes(type.getDType()) > shared - kRowKernelSharedReserve)
+  if (elements < 2 || elements * dtypeBytes(type.getDType()) >
+                          rowKernelSharedBytes(target) - kRowKernelSharedReserve)
     return 0;
   return elements;
 }

@@ -120,6 +120,20 @@ std::vector<std::string> Module::removeUncalledKernels(const std::set<std::strin
   return removed;
 }
 
+llvm::StringMap<Function *> Module::functionsByName() const {
+  llvm::StringMap<Function *> index;
+  for (const auto &function : functions)
+    index.try_emplace(function->name, function.get());
+  return index;
+}
+
+llvm::StringMap<Kernel *> Module::kernelsByName() const {
+  llvm::StringMap<Kernel *> index;
+  for (const auto &kernel : kernels)
+    index.try_emplace(kernel->name, kernel.get());
+  return index;
+}
+
 Kernel *Module::lookupKernel(llvm::StringRef name) const {
   for (const auto &kernel : kernels)
     if (kernel->name == name)

@@ -57,10 +57,9 @@ bool fusec::isLibraryCodegen(llvm::StringRef codegen) { return codegen == "cubla
 
 llvm::StringSet<> fusec::libraryBoundFunctions(const Module &module) {
   llvm::StringSet<> bound;
-  llvm::StringMap<const Function *> byName; // the first of a name, as lookupFunction
+  llvm::StringMap<Function *> byName = module.functionsByName();
   std::vector<const Function *> work;
   for (const auto &function : module.functions) {
-    byName.try_emplace(function->name, function.get());
     const Attr *codegen = function->attrs.get("codegen");
     if (codegen && codegen->kind == Attr::String && isLibraryCodegen(codegen->text))
       work.push_back(function.get());

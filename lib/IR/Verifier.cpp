@@ -34,15 +34,8 @@ class Checker {
 public:
   enum Mode { Infer, Verify };
   Checker(const Module &module, DiagEngine &diag, Mode mode, llvm::StringRef context)
-      : module(module), diag(diag), mode(mode), context(context.str()) {
-    // Calls are resolved by name once per binding: an index, not a scan of
-    // the module each time (a model of thousands of layers calls thousands
-    // of functions). The first of a name wins, as in Module::lookupFunction.
-    for (const auto &function : module.functions)
-      functionsByName.try_emplace(function->name, function.get());
-    for (const auto &kernel : module.kernels)
-      kernelsByName.try_emplace(kernel->name, kernel.get());
-  }
+      : module(module), functionsByName(module.functionsByName()),
+        kernelsByName(module.kernelsByName()), diag(diag), mode(mode), context(context.str()) {}
 
   bool checkFunction(Function &function);
   bool checkCallGraph();
@@ -62,8 +55,11 @@ private:
   const Kernel *lookupKernel(llvm::StringRef name) const { return kernelsByName.lookup(name); }
 
   const Module &module;
-  llvm::StringMap<const Function *> functionsByName;
-  llvm::StringMap<const Kernel *> kernelsByName;
+  // Calls are resolved by name once per binding: an index, not a scan of
+  // the module each time (a model of thousands of layers calls thousands
+  // of functions).
+  llvm::StringMap<Function *> functionsByName;
+  llvm::StringMap<Kernel *> kernelsByName;
   DiagEngine &diag;
   Mode mode;
   std::string context;

@@ -221,13 +221,10 @@ std::set<int> fusec::mergePrologues(const Module &module, const Function &functi
                                      readsPerElement(kernel, kernel.inputs[i]), target);
         // Read by several passes, the operand's rows can be a row buffer of
         // the reduction rule (ScheduleRowStages.cpp): evaluated once into
-        // shared memory, at the cost of a barrier. Counted only where the
-        // output has a row beyond the reductions' rows (not a mean
-        // {keepdims}, whose kept 1s the rule may keep in its rows).
-        const Type &anchorOutput = kernel.outputs.front().type;
-        bool outputRows = anchorRows && anchorOutput.isTensor() &&
-                          withoutTrailingOnes(anchorOutput.getShape()).size() > anchorRows->size();
-        int64_t perRow = outputRows ? rowBufferElements(operand->type, *anchorRows, target) : 0;
+        // shared memory, at the cost of a barrier.
+        int64_t perRow = anchorRows && hasRowsBeyond(kernel.outputs.front().type, *anchorRows)
+                             ? rowBufferElements(operand->type, *anchorRows, target)
+                             : 0;
         if (estimate.rereads > 1 && perRow) {
           double bufferedUs = estimateRowKernelUs((work - rowWork) * double(elements), 0, 0, 1,
                                                   elements / perRow, target);

@@ -40,6 +40,11 @@ std::set<int> vetoRecomputation(const Module &module, const Function &function,
 
 /// `shape` without its trailing 1s.
 std::vector<Dim> withoutTrailingOnes(const Shape &shape);
+/// Whether a row kernel whose output has type `output` can hold row
+/// buffers of its reductions' `rows` (ScheduleRowStages.cpp): the output
+/// has dims beyond them that are not all 1 (not a mean {keepdims}, whose
+/// kept 1s the reduction rule may keep in its rows).
+bool hasRowsBeyond(const Type &output, llvm::ArrayRef<Dim> rows);
 
 /// The rows R of a group without a contraction (`members`: its nodes)
 /// whose reductions all reduce rows R along their innermost axis (each of

@@ -92,7 +92,7 @@ std::map<int, double> evaluationsInGroup(const Module &module, const FusionGraph
                                          const std::optional<std::vector<Dim>> &rows,
                                          const TargetDesc &target) {
   std::map<int, double> runs;
-  int64_t sharedLeft = target.sharedMemoryPerBlock - kRowKernelSharedReserve;
+  int64_t sharedLeft = rowKernelSharedBytes(target) - kRowKernelSharedReserve;
   for (auto it = members.rbegin(); it != members.rend(); ++it) {
     int q = *it;
     const FusionGraph::Node &node = graph.nodes[q];
@@ -331,15 +331,12 @@ std::set<int> fusec::mergeRowReductions(const Module &module, const Function &fu
         bytes += estimatedNumElements(result->type) * dtypeBytes(result->type.getDType());
     }
     // Row buffers are counted where the kernel's output (its last member)
-    // has a row beyond R, as the reduction rule can then hold them.
+    // can hold them.
     auto bufferRows =
         [&](const std::vector<int> &nodes,
             const std::optional<std::vector<Dim>> &of) -> std::optional<std::vector<Dim>> {
       const Value *last = graph.nodes[nodes.back()].value;
-      if (!of || !last || !last->type.isTensor() ||
-          withoutTrailingOnes(last->type.getShape()).size() <= of->size())
-        return std::nullopt;
-      return of;
+      return of && last && hasRowsBeyond(last->type, *of) ? of : std::nullopt;
     };
     double mergedWork =
         spatialWork(module, graph, merged, merged, bufferRows(merged, rows), target);

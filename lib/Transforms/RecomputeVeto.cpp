@@ -60,6 +60,10 @@ std::vector<Dim> fusec::withoutTrailingOnes(const Shape &shape) {
   return dims;
 }
 
+bool fusec::hasRowsBeyond(const Type &output, llvm::ArrayRef<Dim> rows) {
+  return output.isTensor() && withoutTrailingOnes(output.getShape()).size() > rows.size();
+}
+
 std::optional<std::vector<Dim>> fusec::rowReductionRows(const Module &module,
                                                         const FusionGraph &graph,
                                                         const std::vector<int> &members,

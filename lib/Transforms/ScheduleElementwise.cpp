@@ -52,16 +52,20 @@ int64_t fusec::chooseVectorWidth(const Kernel &kernel, const KStage &stage) {
   return width;
 }
 
+double fusec::stageIterations(const Kernel &kernel, const KStage &stage) {
+  double iterations = double(estimatedNumElements(kernel.findBuffer(stage.buffer)->type));
+  for (const auto &reduce : stage.reduceVars)
+    iterations *= double(estimatedProduct(reduce.second));
+  return iterations;
+}
+
 double fusec::countReads(const Kernel &kernel, llvm::ArrayRef<KStage> stages,
                          llvm::function_ref<bool(const KStage &)> inlined, llvm::StringRef buffer) {
   double reads = 0;
   for (const KStage &stage : stages) {
     if (inlined(stage))
       continue;
-    double iterations = double(estimatedNumElements(kernel.findBuffer(stage.buffer)->type));
-    for (const auto &reduce : stage.reduceVars)
-      iterations *= double(estimatedProduct(reduce.second));
-    reads += double(countLoads(*stage.body, buffer)) * iterations;
+    reads += double(countLoads(*stage.body, buffer)) * stageIterations(kernel, stage);
   }
   return reads;
 }

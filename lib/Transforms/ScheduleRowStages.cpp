@@ -30,6 +30,20 @@
 
 using namespace fusec;
 
+/// Bytes of the kernel's inputs, each read once.
+static int64_t inputBytesOf(const Kernel &kernel) {
+  int64_t bytes = 0;
+  for (const KBuffer &input : kernel.inputs)
+    bytes += estimatedNumElements(input.type) * dtypeBytes(input.type.getDType());
+  return bytes;
+}
+
+/// Bytes of the kernel's (first) output, written once.
+static int64_t outputBytesOf(const Kernel &kernel) {
+  const Type &type = kernel.outputs.front().type;
+  return estimatedNumElements(type) * dtypeBytes(type.getDType());
+}
+
 /// Whether `stage` holds one value per row: spatial, internal, of shape
 /// `rows` followed by 1s.
 static bool isRowValue(const Kernel &kernel, const KStage &stage, const std::vector<Dim> &rows) {
@@ -69,9 +83,7 @@ static void placeRowValues(const Kernel &kernel, const std::vector<Dim> &rows, c
       inlined[stage.buffer] = &stage;
   int64_t rowCount = std::max<int64_t>(1, estimatedProduct(rows));
   const Type &outputType = kernel.outputs.front().type;
-  int64_t rootBytes = estimatedNumElements(outputType) * dtypeBytes(outputType.getDType());
-  for (const KBuffer &input : kernel.inputs)
-    rootBytes += estimatedNumElements(input.type) * dtypeBytes(input.type.getDType());
+  int64_t rootBytes = inputBytesOf(kernel) + outputBytesOf(kernel);
   // Inlined, a row value is evaluated at every read: each load in the
   // stages that are not inlined counts its stage's iterations.
   std::vector<KStage> flattened = inlineStagesWhere(
@@ -142,9 +154,15 @@ static void placeRowBuffers(const Kernel &kernel, const std::vector<Dim> &rows,
                             const KStage &output, KSchedule &schedule,
                             const ScheduleCostContext &cost) {
   const TargetDesc &target = *cost.target;
-  auto hasRows = [&](const KStage &stage) {
-    const Shape &shape = kernel.findBuffer(stage.buffer)->type.getShape();
-    return shape.size() >= rows.size() && std::equal(rows.begin(), rows.end(), shape.begin());
+  // Whether `reader` is a stage of the rows that reads `buffer` only in its
+  // own row (its first |rows| spatial variables in the first indices).
+  auto readsOwnRow = [&](const KStage &reader, const std::string &buffer) {
+    const Shape &shape = kernel.findBuffer(reader.buffer)->type.getShape();
+    if (shape.size() < rows.size() || !std::equal(rows.begin(), rows.end(), shape.begin()))
+      return false;
+    std::vector<std::string> vars(reader.spatialVars.begin(),
+                                  reader.spatialVars.begin() + rows.size());
+    return readsAtOwnIndex(*reader.body, buffer, vars, false);
   };
   std::vector<const KStage *> candidates;
   std::map<const KStage *, int64_t> rowBytes;
@@ -153,15 +171,10 @@ static void placeRowBuffers(const Kernel &kernel, const std::vector<Dim> &rows,
       continue;
     const Type &type = kernel.findBuffer(stage.buffer)->type;
     int64_t elements = rowBufferElements(type, rows, target);
-    bool ownRows = elements && llvm::all_of(kernel.stages, [&](const KStage &reader) {
-                     if (!loadsBuffer(*reader.body, stage.buffer))
-                       return true;
-                     if (!hasRows(reader))
-                       return false;
-                     std::vector<std::string> vars(reader.spatialVars.begin(),
-                                                   reader.spatialVars.begin() + rows.size());
-                     return readsAtOwnIndex(*reader.body, stage.buffer, vars, false);
-                   });
+    bool ownRows =
+        elements && llvm::all_of(kernel.stages, [&](const KStage &reader) {
+          return !loadsBuffer(*reader.body, stage.buffer) || readsOwnRow(reader, stage.buffer);
+        });
     if (ownRows) {
       candidates.push_back(&stage);
       // Each shared array is 16-byte aligned.
@@ -170,39 +183,33 @@ static void placeRowBuffers(const Kernel &kernel, const std::vector<Dim> &rows,
   }
   if (candidates.empty())
     return;
-  // Row values already at the block stay there.
-  std::set<std::string> rowValuesAtBlock;
+  // The reductions and row values at the block stay there.
+  std::set<std::string> atBlock;
   for (const StageSchedule &entry : schedule.stages)
     if (entry.placement == StageSchedule::ComputeAt && entry.level == StageSchedule::Block)
-      rowValuesAtBlock.insert(entry.stage);
+      atBlock.insert(entry.stage);
   int64_t rowCount = std::max<int64_t>(1, estimatedProduct(rows));
   const Type &outputType = kernel.outputs.front().type;
-  int64_t rootBytes = estimatedNumElements(outputType) * dtypeBytes(outputType.getDType());
-  for (const KBuffer &input : kernel.inputs)
-    rootBytes += estimatedNumElements(input.type) * dtypeBytes(input.type.getDType());
-  double memoryUs = double(rootBytes) / target.bytesPerUs();
+  double inputBytes = double(inputBytesOf(kernel));
+  double memoryUs = (inputBytes + double(outputBytesOf(kernel))) / target.bytesPerUs();
   using StageSet = std::set<const KStage *>;
   auto inlinedWithout = [&](const StageSet &buffers) {
     std::map<std::string, const KStage *> inlined;
     for (const KStage &stage : kernel.stages)
       if (isInternal(kernel, stage) && !stage.isReduction() && !buffers.count(&stage) &&
-          !rowValuesAtBlock.count(stage.buffer))
+          !atBlock.count(stage.buffer))
         inlined[stage.buffer] = &stage;
     return inlined;
   };
   // Each stage that is not inlined runs once per iteration, doing its
   // inlined producers' work and loads again at each read of them.
-  double inputBytes = double(rootBytes) -
-                      double(estimatedNumElements(outputType) * dtypeBytes(outputType.getDType()));
   auto kernelUs = [&](const StageSet &buffers) {
     std::map<std::string, const KStage *> inlined = inlinedWithout(buffers);
     double work = 0, loaded = 0;
     for (const KStage &stage : kernel.stages) {
       if (inlined.count(stage.buffer))
         continue;
-      double iterations = double(estimatedNumElements(kernel.findBuffer(stage.buffer)->type));
-      for (const auto &reduce : stage.reduceVars)
-        iterations *= double(estimatedProduct(reduce.second));
+      double iterations = stageIterations(kernel, stage);
       work += expressionWork(*stage.body, target, inlined) * iterations;
       loaded += expressionInputBytes(*stage.body, kernel, inlined) * iterations;
     }
@@ -213,9 +220,9 @@ static void placeRowBuffers(const Kernel &kernel, const std::vector<Dim> &rows,
   // and a partial per warp (8 at most, of at most 8 bytes), per row value 8
   // bytes; at most the 48 KiB of static shared memory `lower` allows,
   // whatever the target offers with an opt-in.
-  int64_t budget = std::min(target.sharedMemoryPerBlock, kMaxStaticSharedBytes);
+  int64_t budget = rowKernelSharedBytes(target);
   for (const KStage &stage : kernel.stages)
-    budget -= stage.isReduction() ? 72 : rowValuesAtBlock.count(stage.buffer) ? 8 : 0;
+    budget -= stage.isReduction() ? 72 : atBlock.count(stage.buffer) ? 8 : 0;
   auto bytesOf = [&](const StageSet &buffers) {
     int64_t bytes = 0;
     for (const KStage *stage : buffers)
@@ -273,14 +280,9 @@ static void placeRowBuffers(const Kernel &kernel, const std::vector<Dim> &rows,
       bool tooLarge = inlined.count(stage.buffer) && exceedsInliningLimit(*stage.body);
       if (inlined.count(stage.buffer) && !tooLarge)
         continue;
-      std::vector<std::string> vars;
-      if (hasRows(stage))
-        vars.assign(stage.spatialVars.begin(), stage.spatialVars.begin() + rows.size());
       for (auto it = buffers.begin(); it != buffers.end();) {
         const std::string &name = (*it)->buffer;
-        bool outside =
-            loadsBuffer(*stage.body, name) &&
-            (tooLarge || !hasRows(stage) || !readsAtOwnIndex(*stage.body, name, vars, false));
+        bool outside = loadsBuffer(*stage.body, name) && (tooLarge || !readsOwnRow(stage, name));
         if (outside)
           unreachable.insert(*it);
         it = outside ? (dropped = true, buffers.erase(it)) : std::next(it);

@@ -32,10 +32,12 @@ bool isInternal(const Kernel &kernel, const KStage &stage);
 /// some input with a reduction variable in its last index: a row, not a
 /// column, reduction.
 bool reducesInnermost(const Kernel &kernel, const KStage &stage);
+/// How often `stage` runs its body: once per element, times the reduced
+/// extents (symbolic dims as kSymbolicDimEstimate).
+double stageIterations(const Kernel &kernel, const KStage &stage);
 /// How many times `stages` read `buffer` in all, each load counting its
-/// stage's iterations (reductions included; symbolic dims as
-/// kSymbolicDimEstimate), leaving out the stages `inlined` names (their
-/// loads are counted where they were substituted).
+/// stage's iterations (stageIterations), leaving out the stages `inlined`
+/// names (their loads are counted where they were substituted).
 double countReads(const Kernel &kernel, llvm::ArrayRef<KStage> stages,
                   llvm::function_ref<bool(const KStage &)> inlined, llvm::StringRef buffer);
 /// The widest vector (at most 16 bytes) that divides the stage's static

@@ -246,6 +246,10 @@ double estimateRowKernelUs(double work, double memoryUs, double rereadBytes, int
                            int64_t rows, const TargetDesc &target);
 /// The longest row `lower` computes at a block into shared memory.
 constexpr int64_t kMaxRowBufferElements = 12288;
+/// The shared memory a row kernel's block may take: the target's per block,
+/// at most the kMaxStaticSharedBytes of static shared memory `lower` allows
+/// (a target's opt-in size does not count).
+int64_t rowKernelSharedBytes(const TargetDesc &target);
 /// Shared memory a row is weighed alone without (fuse-ops' estimates): what
 /// a row kernel's reductions (72 bytes each: a value and 8 warps' partials)
 /// and row values take, 4 KiB for 56 reductions; placeRowBuffers counts the
@@ -253,9 +257,8 @@ constexpr int64_t kMaxRowBufferElements = 12288;
 constexpr int64_t kRowKernelSharedReserve = 4096;
 /// The elements of one row of `type` that the reduction rule can hold in a
 /// block's shared memory (a row buffer, not TVM): `rows` its leading dims,
-/// static inner dims of 2 to kMaxRowBufferElements elements that fit the
-/// target's shared memory per block (at most kMaxStaticSharedBytes) less
-/// kRowKernelSharedReserve; 0 otherwise.
+/// static inner dims of 2 to kMaxRowBufferElements elements that fit
+/// rowKernelSharedBytes less kRowKernelSharedReserve; 0 otherwise.
 int64_t rowBufferElements(const Type &type, llvm::ArrayRef<Dim> rows, const TargetDesc &target);
 
 PlacementCost estimatePlacement(const KStage &producer, int64_t producerElements,

@@ -16,6 +16,7 @@
 #include "fusec/Support/Support.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/SMLoc.h"
 
@@ -334,6 +335,11 @@ public:
 
   Function *lookupFunction(llvm::StringRef name) const;
   Kernel *lookupKernel(llvm::StringRef name) const;
+  /// Indexes of the functions and kernels by name (the first of a name, as
+  /// the lookups find it), for many lookups while the module stays as it
+  /// is: a lookup scans the module.
+  llvm::StringMap<Function *> functionsByName() const;
+  llvm::StringMap<Kernel *> kernelsByName() const;
   /// The kernels some function's `call_kernel` names.
   std::set<std::string> calledKernels() const;
   /// Removes the kernels no function calls (only those among `among`, when

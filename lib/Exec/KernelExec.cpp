@@ -379,7 +379,10 @@ exec::runKernel(const Kernel &kernel,
   std::vector<std::shared_ptr<TensorData>> outputs;
   for (const KBuffer &declared : kernel.outputs) {
     const Buffer &buffer = *compiler.buffers.lookup(declared.name);
-    auto data = std::make_shared<TensorData>(buffer.dtype, buffer.shape);
+    // A float64 run carries f32 values between kernels as doubles too.
+    auto data = std::make_shared<TensorData>(buffer.dtype, buffer.shape,
+                                             roundsFloat32 ? TensorData::Float32Storage::Float
+                                                           : TensorData::Float32Storage::Double);
     for (int64_t e = 0; e < data->getNumElements(); ++e)
       if (buffer.dtype == DType::i64)
         data->setInt(e, asInt64(buffer.data[e]));

@@ -24,18 +24,24 @@ std::vector<int64_t> fusec::rowMajorStrides(const std::vector<int64_t> &shape) {
   return strides;
 }
 
-TensorData::TensorData(DType dtype, std::vector<int64_t> shape)
+TensorData::TensorData(DType dtype, std::vector<int64_t> shape, Float32Storage float32)
     : dtype(dtype), shape(std::move(shape)) {
   numElements = 1;
   for (int64_t dim : this->shape)
     numElements *= dim;
-  bytes.assign(static_cast<size_t>(numElements) * dtypeBytes(dtype), 0);
+  elementBytes = dtype == DType::f32 && float32 == Float32Storage::Double ? 8 : dtypeBytes(dtype);
+  bytes.assign(static_cast<size_t>(numElements * elementBytes), 0);
 }
 
 double TensorData::get(int64_t index) const {
-  const uint8_t *p = bytes.data() + index * dtypeBytes(dtype);
+  const uint8_t *p = bytes.data() + index * elementBytes;
   switch (dtype) {
   case DType::f32: {
+    if (holdsDoubles()) {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
     float v;
     std::memcpy(&v, p, 4);
     return v;
@@ -66,9 +72,13 @@ double TensorData::get(int64_t index) const {
 }
 
 void TensorData::set(int64_t index, double value) {
-  uint8_t *p = bytes.data() + index * dtypeBytes(dtype);
+  uint8_t *p = bytes.data() + index * elementBytes;
   switch (dtype) {
   case DType::f32: {
+    if (holdsDoubles()) {
+      std::memcpy(p, &value, 8);
+      return;
+    }
     float v = static_cast<float>(value);
     std::memcpy(p, &v, 4);
     return;
@@ -126,7 +136,8 @@ int64_t TensorData::getInt(int64_t index) const {
 }
 
 bool TensorData::operator==(const TensorData &other) const {
-  return dtype == other.dtype && shape == other.shape && bytes == other.bytes;
+  return dtype == other.dtype && shape == other.shape && elementBytes == other.elementBytes &&
+         bytes == other.bytes;
 }
 
 //===----------------------------------------------------------------------===//

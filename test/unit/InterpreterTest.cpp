@@ -107,6 +107,44 @@ TEST_CASE("interpreter: Float32Evaluation::Float64 carries f32 values as doubles
   CHECK(outputs[0].get(0) == 1);
 }
 
+// 1 + 1e-9 is 1 in f32: the two ops are two kernels, and the value between
+// them is a tensor of the graph.
+static const char *const kBetweenKernels = R"(
+func @main(%x: f32[1]) -> f32[1] {
+  %y = add(%x, 1.0)
+  %z = subtract(%y, 1.0)
+  return %z
+}
+)";
+
+TEST_CASE("interpreter: a float64 run carries f32 tensors between kernels as doubles", "[exec]") {
+  test::Parsed parsed(kBetweenKernels);
+  REQUIRE(parsed.firstError().empty());
+  std::vector<TensorData> outputs;
+  std::string error;
+  TensorData x = f32Tensor({1e-9});
+  REQUIRE(Interpreter(*parsed.module).run("main", {x}, outputs, error));
+  CHECK(outputs[0].get(0) == 0);
+  CHECK(!outputs[0].holdsDoubles());
+  REQUIRE(Interpreter(*parsed.module, Float32Evaluation::Float64).run("main", {x}, outputs, error));
+  CHECK(outputs[0].holdsDoubles());
+  CHECK(outputs[0].get(0) == Approx(double(float(1e-9))).epsilon(1e-6));
+}
+
+TEST_CASE("tensor data: f32 elements held as doubles", "[exec]") {
+  TensorData wide(DType::f32, {2}, TensorData::Float32Storage::Double);
+  TensorData narrow(DType::f32, {2});
+  wide.set(1, 0.1);
+  narrow.set(1, 0.1);
+  CHECK(wide.get(1) == 0.1);
+  CHECK(narrow.get(1) == double(0.1f));
+  CHECK(wide.holdsDoubles());
+  CHECK(!narrow.holdsDoubles());
+  CHECK(!(wide == narrow));
+  // Only f32 has the choice.
+  CHECK(!TensorData(DType::f16, {2}, TensorData::Float32Storage::Double).holdsDoubles());
+}
+
 TEST_CASE("interpreter: EquivalenceCheck accepts a reordered sum and no other change", "[exec]") {
   test::Parsed reference(kCancellingSums);
   REQUIRE(reference.firstError().empty());

@@ -188,11 +188,20 @@ private:
 std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape);
 
 /// Row-major tensor contents in the dtype's own storage (f16/bf16 as 16-bit
-/// patterns, bool as one byte).
+/// patterns, bool as one byte), or, for an f32 tensor made with
+/// `Float32Storage::Double`, as doubles.
 class TensorData {
 public:
+  /// How an f32 tensor holds its elements: as floats (the program's
+  /// values), or as doubles, so that the interpreter's float64 second
+  /// opinion (Float32Evaluation::Float64) carries f32 values between
+  /// kernels as it carries them inside one; fusion moves values from one
+  /// place to the other and must not change what that run computes.
+  enum class Float32Storage { Float, Double };
+
   TensorData() = default;
-  TensorData(DType dtype, std::vector<int64_t> shape);
+  TensorData(DType dtype, std::vector<int64_t> shape,
+             Float32Storage float32 = Float32Storage::Float);
   DType getDType() const { return dtype; }
   const std::vector<int64_t> &getShape() const { return shape; }
   int64_t getNumElements() const { return numElements; }
@@ -201,14 +210,18 @@ public:
   /// Exact integer access (i64 values beyond 2^53 survive).
   int64_t getInt(int64_t index) const;
   void setInt(int64_t index, int64_t value);
+  /// The elements in the dtype's storage; not of a tensor that holds its
+  /// f32 elements as doubles (holdsDoubles()).
   const uint8_t *data() const { return bytes.data(); }
   uint8_t *data() { return bytes.data(); }
+  bool holdsDoubles() const { return elementBytes == 8 && dtype == DType::f32; }
   bool operator==(const TensorData &other) const;
 
 private:
   DType dtype = DType::f32;
   std::vector<int64_t> shape;
   int64_t numElements = 0;
+  int64_t elementBytes = 4;
   std::vector<uint8_t> bytes;
 };
 

@@ -187,8 +187,10 @@ public:
           int64_t rank = buffer ? buffer->type.getRank() : 0;
           if (mapping.inner < 0 || mapping.inner > rank)
             return error(entry.loc, "inner must be in [0, " + std::to_string(rank) + "]");
-          if (stage.isReduction() && mapping.inner != 0)
-            return error(entry.loc, "a reduction's rows mapping has inner = 0");
+          // A block reduces one row; dims inside it are kept axes of size 1.
+          for (int64_t d = rank - mapping.inner; stage.isReduction() && d < rank; ++d)
+            if (!buffer->type.getShape()[d].isOne())
+              return error(entry.loc, "a reduction's rows mapping has inner dims of size 1 only");
           // A reduction computed at this stage's block is a block reduction
           // too, with the threads of this mapping.
           bool blockReduction = stage.isReduction();

@@ -296,7 +296,10 @@ bool KernelLowering::emitRows(const KStage &root, const StageMapping &mapping) {
     }
     launch->body.push_back(blockStmt(LStmt::Barrier));
   }
-  if (root.isReduction())
+  if (root.isReduction()) {
+    // Its inner dims are kept axes of size 1 (the schedule verifier).
+    rowCoords.resize(size_t(rootType.getRank()), cnst(0));
     return emitBlockReduction(root, rowCoords, root.buffer, rowCoords);
+  }
   return emitStrided(root, rowCoords, mapping.vector, /*toShared=*/false);
 }

@@ -22,9 +22,7 @@
 //      the same rows R, or elementwise/broadcast kernel calls whose results
 //      are one value per row (R then 1s) or a whole row (a shape P's
 //      reductions read). P and those groups are convex (no path leaves
-//      them and comes back) and within max-fused-ops and max-function-args;
-//      if the last of them is a reduction, every reduction has its rank
-//      (outputKeepsRank: what the reduction rule can run).
+//      them and comes back) and within max-fused-ops and max-function-args.
 //   2. Estimate both ways: merged = the spatial stages' work as the merged
 //      kernel evaluates them (inlined at every read, through inlined
 //      readers, unless kept as a row buffer: evaluationsInGroup); separate = a launch per reader
@@ -139,27 +137,6 @@ double spatialWork(const Module &module, const FusionGraph &graph, const std::ve
             runs[q];
   }
   return work;
-}
-
-/// Whether the reduction rule can run the kernel of `members` (block order):
-/// when its output is itself a reduction (a sum {keepdims} into [m, 1]),
-/// the block stores it at its row's coordinates, so every reduction of the
-/// kernel must have the output's rank (not a softmax's sums into [m]).
-bool outputKeepsRank(const Module &module, const FusionGraph &graph,
-                     const std::vector<int> &members) {
-  const Kernel *last = kernelOf(module, graph, members.back());
-  if (!last || last->stages.empty() || !last->stages.back().isReduction())
-    return true;
-  int64_t rank = last->outputs.front().type.getRank();
-  for (int q : members) {
-    const Kernel *kernel = kernelOf(module, graph, q);
-    if (!kernel)
-      continue;
-    for (const KStage &stage : kernel->stages)
-      if (stage.isReduction() && kernel->findBuffer(stage.buffer)->type.getRank() != rank)
-        return false;
-  }
-  return true;
 }
 
 /// The kernel's inputs plus outputs if `members` became one group.
@@ -305,8 +282,7 @@ std::set<int> fusec::mergeRowReductions(const Module &module, const Function &fu
       representative = std::max(representative, consumer);
     }
     llvm::sort(merged);
-    if (!inRows || !outputKeepsRank(module, graph, merged) || !isConvex(graph, merged) ||
-        int64_t(merged.size()) > options.maxFusedOps ||
+    if (!inRows || !isConvex(graph, merged) || int64_t(merged.size()) > options.maxFusedOps ||
         (options.maxFunctionArgs > 0 &&
          functionArgs(graph, partition, merged, producer) > options.maxFunctionArgs))
       continue;

@@ -7,17 +7,19 @@
 // (matmul, convolution: a product of loads, one of which some output rows
 // share — those go to the fallback until they get a rule of their own) and
 // are read only within their own row; the output's leading dims are R (a
-// keepdims reduction's trailing 1s dropped from R when the output lacks
-// them: `x - mean(x) {keepdims}`). Typical: sum/mean/max over the last
-// axis, softmax, layer_norm, decomposed norms, and their fused elementwise
-// prologues and epilogues.
+// keepdims reduction's trailing 1s are never in R: `x - mean(x)
+// {keepdims}`, or a reduction reading it at coordinate 0 there). Typical: sum/mean/max over the
+// last axis, softmax, layer_norm, decomposed norms, and their fused elementwise prologues and
+// epilogues.
 //
 // Schedule (TVM DLight's GeneralReduction, in this IR's terms):
 //   1. spatial internal stages: inline (recomputed per use, as in TVM);
 //   2. reductions: compute_at(output, block): one block per row reduces
 //      it with strided loads, warp shuffles and shared memory;
 //   3. the output: rows(threads, vector, inner = rank - |R|), threads the
-//      smallest power of two >= the reduced extent within [32, 256].
+//      smallest power of two >= the reduced extent within [32, 256]; an
+//      output that is a reduction itself is reduced by the block too, its
+//      inner dims (kept axes of size 1) at coordinate 0.
 // With a target (cost-model=roofline), row values (one per row) and row
 // buffers (whole rows) may instead be computed once per row at the block
 // into shared memory, where the cost model finds that cheaper than
@@ -150,19 +152,13 @@ bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std:
         return false;
     return true;
   };
-  // A keepdims reduction (`mean(x) {keepdims}`: [m, 1]) broadcast back over
-  // its row (`x - mean`: [m, n]): the rows are [m], the 1s its reduced axes.
-  while (!outputHasRows() && !rows.empty() && rows.back().isOne())
-    rows.pop_back();
+  // A keepdims reduction (`mean(x) {keepdims}`: [m, 1]): the rows are [m],
+  // the 1s its reduced axes, which a reader (`x - mean`: [m, n], a variance
+  // `mean((x - mean)^2) {keepdims}`, an ArgMax's `min` of where the `max`
+  // is hit) reads at coordinate 0 of its own dims there.
+  rows = withoutTrailingOnes(rows);
   if (!outputHasRows())
     return why = "the output does not have the reductions' rows", false;
-  // A reduction as the output stores at its block's row coordinates, so its
-  // kept axes must be in the rows too (not so when another reduction drops
-  // them: a sum into [m] beside the output's sum {keepdims} into [m, 1]).
-  if (output->isReduction() && outputType.getRank() != int64_t(rows.size()))
-    return why =
-               "the output '%" + output->buffer + "' keeps reduced axes that other reductions drop",
-           false;
   // Every reader of a reduction reads its own row.
   for (const KStage &reader : stages) {
     if (isInternal(kernel, reader) && !reader.isReduction())
@@ -195,8 +191,12 @@ bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std:
     if (stage.buffer == output->buffer) {
       entry.mapping.kind = StageMapping::Rows;
       entry.mapping.threads = threads;
+      // A reduction as the output may keep reduced axes that the other
+      // reductions drop (a sum {keepdims} into [m, 1] beside sums into
+      // [m]): its inner dims are those 1s, stored at coordinate 0.
       entry.mapping.inner = outputType.getRank() - int64_t(rows.size());
-      entry.mapping.vector = entry.mapping.inner > 0 ? chooseVectorWidth(kernel, stage) : 1;
+      entry.mapping.vector =
+          entry.mapping.inner > 0 && !stage.isReduction() ? chooseVectorWidth(kernel, stage) : 1;
     } else if (stage.isReduction()) {
       entry.placement = StageSchedule::ComputeAt;
       entry.consumer = output->buffer;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every sample on the GPU and checks it against the CPU interpreter
-# (issues 5, 7, 8): for each sample and pipeline (-O0: one kernel per op;
+# Runs every sample (and docs/examples/vector_norm.fir, whose -O2 splits a
+# reduction over one row that -O1 gives one block) on the GPU and checks it
+# against the CPU interpreter (issues 5, 7, 8): for each sample and pipeline (-O0: one kernel per op;
 # -O1: TVM's fusion; -O2: cuBLASLt calls and the cost model), compile to the
 # lowered form, run it with
 #   fusec-run --device=cuda --bench
@@ -16,7 +17,7 @@ source "$(dirname "$0")/setup.sh"
 echo "| sample | pipeline | launch statements | result | median ms | min ms |"
 echo "| --- | --- | --- | --- | --- | --- |"
 status=0
-for sample in samples/*.fir; do
+for sample in samples/*.fir docs/examples/vector_norm.fir; do
   name=$(basename "$sample" .fir)
   for level in O0 O1 O2; do
     lowered="$work/$name.$level.fir"

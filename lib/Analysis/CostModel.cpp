@@ -303,6 +303,48 @@ double fusec::estimateRowKernelUs(double work, double memoryUs, double rereadByt
          double(buffers) * waves * 100.0 / (target.clockGHz * 1e3);
 }
 
+double fusec::estimateBlocksUs(double work, double bytes, int64_t blocks, int64_t threads,
+                               const TargetDesc &target) {
+  blocks = std::max<int64_t>(1, blocks);
+  threads = std::max<int64_t>(1, threads);
+  int64_t resident = target.smCount * std::clamp<int64_t>(2048 / threads, 1, 16);
+  double concurrentThreads = double(std::min(blocks, resident) * threads);
+  double latencyUs = kDramLatencyCycles / (target.clockGHz * 1e3);
+  double bytesPerUs =
+      std::min(target.bytesPerUs(), concurrentThreads * kBytesInFlightPerThread / latencyUs);
+  double flopsPerUs = target.flopsPerUs() * std::min(1.0, double(blocks) / double(target.smCount));
+  return std::max(work / flopsPerUs, bytes / bytesPerUs);
+}
+
+int64_t fusec::chooseReductionPartials(int64_t rows, int64_t reduced, const TargetDesc &target) {
+  constexpr int64_t kThreads = 256;
+  double latencyUs = kDramLatencyCycles / (target.clockGHz * 1e3);
+  double perBlock = double(kThreads) * kBytesInFlightPerThread / latencyUs;
+  int64_t blocks =
+      std::max<int64_t>(target.smCount, int64_t(std::ceil(target.bytesPerUs() / perBlock)));
+  rows = std::max<int64_t>(1, rows);
+  if (rows >= blocks)
+    return 1;
+  int64_t partials = (blocks + rows - 1) / rows;
+  return std::max<int64_t>(1, std::min({partials, reduced / kMinSplitChunk, int64_t(1024)}));
+}
+
+SplitReductionCost fusec::estimateSplitReduction(double work, double inputBytes, double outputBytes,
+                                                 int64_t rows, int64_t partials,
+                                                 int64_t accumulateBytes, int64_t rowThreads,
+                                                 int64_t chunkThreads, int64_t partialThreads,
+                                                 const TargetDesc &target) {
+  SplitReductionCost cost;
+  double partialBytes = double(rows * partials * accumulateBytes);
+  cost.rowsUs = estimateBlocksUs(work, inputBytes + outputBytes, rows, rowThreads, target);
+  cost.splitUs =
+      estimateBlocksUs(work, inputBytes + partialBytes, rows * partials, chunkThreads, target) +
+      target.launchOverheadUs +
+      estimateBlocksUs(double(rows * partials), partialBytes + outputBytes, rows, partialThreads,
+                       target);
+  return cost;
+}
+
 int64_t fusec::rowKernelSharedBytes(const TargetDesc &target) {
   return std::min(target.sharedMemoryPerBlock, kMaxStaticSharedBytes);
 }

@@ -15,7 +15,9 @@
 //      convolution) with its prologues and elementwise epilogue, tiled;
 //   3. reduction (ScheduleReduction.cpp): row reductions with their
 //      elementwise prologues and epilogues; with cost-model=roofline, row
-//      values (a chain on a row's mean) placed by estimated time;
+//      values (a chain on a row's mean) placed by estimated time, and a
+//      reduction over too few rows to fill the GPU split into partial
+//      reductions (ScheduleSplitReduction.cpp);
 //   4. fallback (ScheduleFallback.cpp): everything else.
 // The schedule is verified against the stages (a failure is a bug of a
 // rule: exit code 3).
@@ -31,6 +33,8 @@ using namespace fusec;
 FUSEC_STATISTIC(NumElementwise, "num-elementwise", "Kernels scheduled by the elementwise rule");
 FUSEC_STATISTIC(NumMatmul, "num-matmul", "Kernels scheduled by the matmul (tiled contraction) rule");
 FUSEC_STATISTIC(NumReduction, "num-reduction", "Kernels scheduled by the row-reduction rule");
+FUSEC_STATISTIC(NumSplit, "num-split-reduction",
+                "Row reductions over few rows split into partial reductions");
 FUSEC_STATISTIC(NumFallback, "num-fallback", "Kernels scheduled by the fallback rule");
 
 namespace {
@@ -78,6 +82,8 @@ public:
       } else if (scheduleRowReduction(*kernel, schedule, reduction, cost)) {
         ++NumReduction;
         why = reduction;
+        if (splitRowReduction(*kernel, schedule, why, cost))
+          ++NumSplit;
       } else {
         schedule = KSchedule();
         scheduleFallback(*kernel, schedule);

@@ -103,6 +103,13 @@ static bool reduceInReaderThreads(const Kernel &kernel, const std::vector<KStage
   return true;
 }
 
+int64_t fusec::rowReductionThreads(int64_t reduced, bool symbolic) {
+  int64_t threads = kWarpLanes;
+  while (threads < 256 && (symbolic || threads < reduced))
+    threads *= 2;
+  return threads;
+}
+
 bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std::string &why,
                                  const ScheduleCostContext &cost) {
   if (kernel.outputs.size() != 1)
@@ -178,9 +185,7 @@ bool fusec::scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std:
     return why = "rows of " + std::to_string(reduced) + " elements, fewer than a warp's " +
                  std::to_string(kWarpLanes) + " lanes: a thread per row reduces it serially",
            false;
-  int64_t threads = kWarpLanes;
-  while (threads < 256 && (symbolicReduction || threads < reduced))
-    threads *= 2;
+  int64_t threads = rowReductionThreads(reduced, symbolicReduction);
   why = std::to_string(reductions.size()) + " row reduction(s) over " +
         std::to_string(reduced) + (symbolicReduction ? "+" : "") + " elements; " +
         std::to_string(threads) + " threads per row";

@@ -112,6 +112,17 @@ void placeRowStages(const Kernel &kernel, const std::vector<Dim> &rows, const KS
                     KSchedule &schedule, const ScheduleCostContext &cost);
 bool scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std::string &why,
                           const ScheduleCostContext &cost);
+/// The threads of a block that reduces rows of `reduced` elements: the
+/// smallest power of two at least that, within [32, 256] (256 when
+/// `symbolic`).
+int64_t rowReductionThreads(int64_t reduced, bool symbolic);
+/// With a target (not TVM): a kernel the reduction rule took whose one
+/// reduction has too few rows to fill the GPU and whose output has one
+/// element per row, split into partial reductions (rfactor) when the cost
+/// model finds that faster (ScheduleSplitReduction.cpp). Rewrites `kernel`'s
+/// stages and replaces `schedule`; false (both untouched) otherwise.
+bool splitRowReduction(Kernel &kernel, KSchedule &schedule, std::string &why,
+                       const ScheduleCostContext &cost);
 /// A contraction with at least a 16 x 16 output tile per batch, alone or
 /// with an elementwise epilogue: tiles through shared memory (with a target,
 /// tiles small enough to give every SM a block).

@@ -219,3 +219,43 @@ TEST_CASE("cost model: row buffers", "[cost]") {
   CHECK(expressionInputBytes(*out.body, kernel, {}) == Approx(2));
   CHECK(expressionInputBytes(*out.body, kernel, {{"t", &t}}) == Approx(10));
 }
+
+TEST_CASE("cost model: launches of few blocks and split reductions", "[cost]") {
+  TargetDesc target;
+  std::string error;
+  REQUIRE(loadTargetDesc("sm_90", target, error));
+  // A block of 256 threads keeps 4 KiB in flight per 800 cycles.
+  double latencyUs = kDramLatencyCycles / (target.clockGHz * 1e3);
+  double perBlock = 256 * kBytesInFlightPerThread / latencyUs;
+  CHECK(estimateBlocksUs(0, 1e6, 1, 256, target) == Approx(1e6 / perBlock));
+  CHECK(estimateBlocksUs(0, 1e6, 10, 256, target) == Approx(1e6 / (10 * perBlock)));
+  // Enough blocks draw the full bandwidth, however many more there are.
+  CHECK(estimateBlocksUs(0, 1e6, 1000, 256, target) == Approx(1e6 / target.bytesPerUs()));
+  CHECK(estimateBlocksUs(0, 1e6, 100000, 256, target) == Approx(1e6 / target.bytesPerUs()));
+  // Compute: a block has one SM's FMA rate.
+  double smFlops = target.flopsPerUs() / double(target.smCount);
+  CHECK(estimateBlocksUs(smFlops, 0, 1, 256, target) == Approx(1));
+  CHECK(estimateBlocksUs(target.flopsPerUs(), 0, 132 * 4, 256, target) == Approx(1));
+
+  // Partials: about 330 blocks in all on sm_90 (3.35 TB/s over 10 KB/us a
+  // block), at least 1024 elements each, at most 1024 per row.
+  int64_t wanted = int64_t(std::ceil(target.bytesPerUs() / perBlock));
+  CHECK(chooseReductionPartials(1, int64_t(1) << 22, target) == wanted);
+  CHECK(chooseReductionPartials(8, int64_t(1) << 22, target) == (wanted + 7) / 8);
+  CHECK(chooseReductionPartials(1, 8192, target) == 8);
+  CHECK(chooseReductionPartials(1, 1000, target) == 1);
+  CHECK(chooseReductionPartials(wanted, int64_t(1) << 22, target) == 1);
+  TargetDesc wide = target;
+  wide.memoryBandwidthGBps *= 100;
+  CHECK(chooseReductionPartials(1, int64_t(1) << 30, wide) == 1024);
+
+  // A 16 MiB sum: split; 1 MiB over 64 rows: the second launch decides.
+  SplitReductionCost big =
+      estimateSplitReduction(4194304, 16777216, 4, 1, 256, 4, 256, 256, 256, target);
+  CHECK(big.rowsUs == Approx(16777220 / perBlock));
+  CHECK(big.split());
+  SplitReductionCost small =
+      estimateSplitReduction(262144, 1048576, 256, 64, 4, 4, 256, 256, 32, target);
+  CHECK_FALSE(small.split());
+  CHECK(small.splitUs > target.launchOverheadUs);
+}

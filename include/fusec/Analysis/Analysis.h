@@ -244,6 +244,37 @@ double estimateComputeAtUs(double workPerElement, ComputeAtBlocks computeAt, dou
 /// producers of a broadcast).
 double estimateRowKernelUs(double work, double memoryUs, double rereadBytes, int64_t buffers,
                            int64_t rows, const TargetDesc &target);
+/// The time of a launch of `blocks` blocks of `threads` threads that does
+/// `work` FMA slots and moves `bytes` through DRAM, when the blocks are too
+/// few to fill the GPU: they use only their SMs' arithmetic, and each block
+/// draws only the bytes its loads keep in flight (Little's law:
+/// kBytesInFlightPerThread per thread over kDramLatencyCycles), up to the
+/// memory bandwidth. A launch that fills the GPU gets its roofline.
+double estimateBlocksUs(double work, double bytes, int64_t blocks, int64_t threads,
+                        const TargetDesc &target);
+/// A load's latency from DRAM under load, in cycles: not a datasheet figure
+/// (microbenchmarks of Volta to Hopper give about 500 to 800), to be
+/// replaced by a measurement, like the launch overhead.
+constexpr double kDramLatencyCycles = 800;
+/// What a thread of a folding loop keeps in flight: four 4-byte loads of a
+/// loop the compiler unrolls four times.
+constexpr double kBytesInFlightPerThread = 16;
+/// Partial reductions per row for `rows` rows of `reduced` elements: enough
+/// blocks in all (of 256 threads) to draw the full memory bandwidth and to
+/// give every SM one, each folding at least kMinSplitChunk elements, at
+/// most 1024; 1 when the rows alone are enough.
+int64_t chooseReductionPartials(int64_t rows, int64_t reduced, const TargetDesc &target);
+constexpr int64_t kMinSplitChunk = 1024;
+/// One block per row against `partials` partial reductions per row (two
+/// launches: the partials, `accumulateBytes` each, written and read back).
+struct SplitReductionCost {
+  double rowsUs = 0, splitUs = 0;
+  bool split() const { return splitUs < rowsUs; }
+};
+SplitReductionCost estimateSplitReduction(double work, double inputBytes, double outputBytes,
+                                          int64_t rows, int64_t partials, int64_t accumulateBytes,
+                                          int64_t rowThreads, int64_t chunkThreads,
+                                          int64_t partialThreads, const TargetDesc &target);
 /// The longest row `lower` computes at a block into shared memory.
 constexpr int64_t kMaxRowBufferElements = 12288;
 /// The shared memory a row kernel's block may take: the target's per block,

@@ -43,7 +43,8 @@ public:
   Schedule() : Pass("schedule") {
     declareOption("cost-model", OptionKind::String, "none",
                   "none: TVM's choices (inline every producer); roofline: place broadcast "
-                  "producers and a reduction's row values by estimated time")
+                  "producers and a reduction's row values and row buffers by estimated time, "
+                  "and split a reduction over too few rows")
         .choices = {"none", "roofline"};
     declareOption("target", OptionKind::String, "sm_90",
                   "The cost model's GPU: sm_75, sm_80, sm_86, sm_89, sm_90, h200 or a JSON file")
@@ -68,6 +69,8 @@ public:
                                  "' (none or roofline)");
       return false;
     }
+    ScheduleCostContext quiet = cost;
+    quiet.pass = nullptr;
     for (auto &kernel : module.kernels) {
       if (kernel->isLowered() || !kernel->schedule.empty())
         continue;
@@ -79,11 +82,17 @@ public:
       } else if (scheduleMatmul(*kernel, schedule, matmul, cost)) {
         ++NumMatmul;
         why = matmul;
-      } else if (scheduleRowReduction(*kernel, schedule, reduction, cost)) {
+      } else if (scheduleRowReduction(*kernel, schedule, reduction, quiet)) {
         ++NumReduction;
         why = reduction;
-        if (splitRowReduction(*kernel, schedule, why, cost))
+        // A split replaces the rule's schedule, so its row-stage decisions
+        // are reported only when the kernel keeps one block per row.
+        if (splitRowReduction(*kernel, schedule, why, cost)) {
           ++NumSplit;
+        } else if (cost.target) {
+          schedule = KSchedule();
+          scheduleRowReduction(*kernel, schedule, reduction, cost);
+        }
       } else {
         schedule = KSchedule();
         scheduleFallback(*kernel, schedule);

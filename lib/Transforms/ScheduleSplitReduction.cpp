@@ -16,7 +16,7 @@
 //      (then 1s) reading it.
 //   2. Partials P per row: enough blocks in all to saturate the memory
 //      (chooseReductionPartials), each folding at least 1024 elements.
-//      Split the outermost reduction variable whose extent reaches P (else
+//      Split the first reduction variable whose extent reaches P (else
 //      the widest), `r = p * C + r'`: an exact divisor of its extent near P
 //      where there is one, else C = ceil(extent / P) with a guard that
 //      gives the combiner's identity past the end.

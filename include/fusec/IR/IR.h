@@ -20,6 +20,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/SMLoc.h"
 
+#include <cassert>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -206,14 +207,20 @@ public:
   const std::vector<int64_t> &getShape() const { return shape; }
   int64_t getNumElements() const { return numElements; }
   double get(int64_t index) const;
-  void set(int64_t index, double value); // rounds to the dtype
+  void set(int64_t index, double value); // rounds to the dtype (not when holding doubles)
   /// Exact integer access (i64 values beyond 2^53 survive).
   int64_t getInt(int64_t index) const;
   void setInt(int64_t index, int64_t value);
   /// The elements in the dtype's storage; not of a tensor that holds its
   /// f32 elements as doubles (holdsDoubles()).
-  const uint8_t *data() const { return bytes.data(); }
-  uint8_t *data() { return bytes.data(); }
+  const uint8_t *data() const {
+    assert(!holdsDoubles() && "a tensor of doubles has no dtype storage");
+    return bytes.data();
+  }
+  uint8_t *data() {
+    assert(!holdsDoubles() && "a tensor of doubles has no dtype storage");
+    return bytes.data();
+  }
   bool holdsDoubles() const { return elementBytes == 8 && dtype == DType::f32; }
   bool operator==(const TensorData &other) const;
 

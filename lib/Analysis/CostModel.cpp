@@ -329,19 +329,36 @@ int64_t fusec::chooseReductionPartials(int64_t rows, int64_t reduced, const Targ
   return std::max<int64_t>(1, std::min({partials, reduced / kMinSplitChunk, int64_t(1024)}));
 }
 
-SplitReductionCost fusec::estimateSplitReduction(double work, double inputBytes, double outputBytes,
-                                                 int64_t rows, int64_t partials,
-                                                 int64_t accumulateBytes, int64_t rowThreads,
-                                                 int64_t chunkThreads, int64_t partialThreads,
+SplitReductionCost fusec::estimateSplitReduction(llvm::ArrayRef<SplitReductionStep> steps,
+                                                 double outputWork, double outputReads,
+                                                 double outputBytes, int64_t rows,
+                                                 int64_t rowThreads, int64_t outputBlocks,
                                                  const TargetDesc &target) {
   SplitReductionCost cost;
-  double partialBytes = double(rows * partials * accumulateBytes);
-  cost.rowsUs = estimateBlocksUs(work, inputBytes + outputBytes, rows, rowThreads, target);
-  cost.splitUs =
-      estimateBlocksUs(work, inputBytes + partialBytes, rows * partials, chunkThreads, target) +
-      target.launchOverheadUs +
-      estimateBlocksUs(double(rows * partials), partialBytes + outputBytes, rows, partialThreads,
-                       target);
+  double work = outputWork, reads = outputReads;
+  for (const SplitReductionStep &step : steps) {
+    work += step.work;
+    reads += step.inputBytes;
+  }
+  cost.rowsUs = estimateBlocksUs(work, reads + outputBytes, rows, rowThreads, target);
+  double folded = 0; // bytes of the folded reductions the flat output reads
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const SplitReductionStep &step = steps[k];
+    double partialBytes = double(rows * step.partials * step.accumulateBytes);
+    cost.splitUs += (k ? target.launchOverheadUs : 0.0) +
+                    estimateBlocksUs(step.work, step.inputBytes + partialBytes,
+                                     rows * step.partials, step.chunkThreads, target);
+    double foldWork = double(rows * step.partials) + (outputBlocks ? 0.0 : outputWork);
+    double foldBytes = partialBytes + (outputBlocks ? double(rows * step.accumulateBytes)
+                                                    : outputReads + outputBytes);
+    cost.splitUs += target.launchOverheadUs +
+                    estimateBlocksUs(foldWork, foldBytes, rows, step.foldThreads, target);
+    folded += double(rows * step.accumulateBytes);
+  }
+  if (outputBlocks)
+    cost.splitUs += target.launchOverheadUs +
+                    estimateBlocksUs(outputWork, outputReads + folded + outputBytes, outputBlocks,
+                                     256, target); // a flat launch's threads
   return cost;
 }
 

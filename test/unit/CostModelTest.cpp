@@ -250,12 +250,30 @@ TEST_CASE("cost model: launches of few blocks and split reductions", "[cost]") {
   CHECK(chooseReductionPartials(1, int64_t(1) << 30, wide) == 1024);
 
   // A 16 MiB sum: split; 1 MiB over 64 rows: the second launch decides.
-  SplitReductionCost big =
-      estimateSplitReduction(4194304, 16777216, 4, 1, 256, 4, 256, 256, 256, target);
+  SplitReductionStep sum;
+  sum.work = 4194304;
+  sum.inputBytes = 16777216;
+  sum.partials = 256;
+  sum.foldThreads = 256;
+  SplitReductionCost big = estimateSplitReduction({sum}, 0, 0, 4, 1, 256, 0, target);
   CHECK(big.rowsUs == Approx(16777220 / perBlock));
   CHECK(big.split());
-  SplitReductionCost small =
-      estimateSplitReduction(262144, 1048576, 256, 64, 4, 4, 256, 256, 32, target);
+  SplitReductionStep mean;
+  mean.work = 262144;
+  mean.inputBytes = 1048576;
+  mean.partials = 4;
+  SplitReductionCost small = estimateSplitReduction({mean}, 0, 0, 256, 64, 256, 0, target);
   CHECK_FALSE(small.split());
   CHECK(small.splitUs > target.launchOverheadUs);
+  // A softmax over one row of 50257: two reductions, two folds and a flat
+  // output are 4 launches more, and still faster than one block's passes.
+  SplitReductionStep max, exps;
+  max.inputBytes = exps.inputBytes = 201028;
+  exps.work = 50257 * 10;
+  max.partials = exps.partials = 29;
+  SplitReductionCost softmax =
+      estimateSplitReduction({max, exps}, 50257 * 18, 201028, 201028, 1, 256, 50, target);
+  CHECK(softmax.rowsUs == Approx(4 * 201028 / perBlock).epsilon(0.01)); // 3 reads, a write
+  CHECK(softmax.splitUs > 4 * target.launchOverheadUs);
+  CHECK(softmax.split());
 }

@@ -265,16 +265,27 @@ constexpr double kBytesInFlightPerThread = 16;
 /// most 1024; 1 when the rows alone are enough.
 int64_t chooseReductionPartials(int64_t rows, int64_t reduced, const TargetDesc &target);
 constexpr int64_t kMinSplitChunk = 1024;
-/// One block per row against `partials` partial reductions per row (two
-/// launches: the partials, `accumulateBytes` each, written and read back).
+/// One block per row (every stage's work and reads in one launch of `rows`
+/// blocks of `rowThreads` threads) against split reductions: each
+/// reduction a launch of `rows * partials` blocks that reads its
+/// `inputBytes` and writes its partials (`accumulateBytes` each), then, with
+/// `outputBlocks` = 0, the output's launch of `rows` blocks folding the one
+/// reduction's partials; else a launch per reduction folding them and the
+/// output (`outputWork`, reading `outputReads` bytes of inputs and the
+/// folded values) in a flat launch of `outputBlocks` blocks. The first
+/// launch's overhead is common to both.
+struct SplitReductionStep {
+  double work = 0, inputBytes = 0;
+  int64_t partials = 1, accumulateBytes = 4, chunkThreads = 256, foldThreads = 32;
+};
 struct SplitReductionCost {
   double rowsUs = 0, splitUs = 0;
   bool split() const { return splitUs < rowsUs; }
 };
-SplitReductionCost estimateSplitReduction(double work, double inputBytes, double outputBytes,
-                                          int64_t rows, int64_t partials, int64_t accumulateBytes,
-                                          int64_t rowThreads, int64_t chunkThreads,
-                                          int64_t partialThreads, const TargetDesc &target);
+SplitReductionCost estimateSplitReduction(llvm::ArrayRef<SplitReductionStep> steps,
+                                          double outputWork, double outputReads, double outputBytes,
+                                          int64_t rows, int64_t rowThreads, int64_t outputBlocks,
+                                          const TargetDesc &target);
 /// The longest row `lower` computes at a block into shared memory.
 constexpr int64_t kMaxRowBufferElements = 12288;
 /// The shared memory a row kernel's block may take: the target's per block,

@@ -86,10 +86,11 @@ public:
         ++NumReduction;
         why = reduction;
         // A split replaces the rule's schedule, so its row-stage decisions
-        // are reported only when the kernel keeps one block per row.
+        // are reported (by running the rule again, to the same schedule)
+        // only when the kernel keeps one block per row.
         if (splitRowReduction(*kernel, schedule, why, cost)) {
           ++NumSplit;
-        } else if (cost.target) {
+        } else if (cost.target && (context.remarks || context.report)) {
           schedule = KSchedule();
           scheduleRowReduction(*kernel, schedule, reduction, cost);
         }

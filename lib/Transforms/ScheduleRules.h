@@ -116,10 +116,10 @@ bool scheduleRowReduction(const Kernel &kernel, KSchedule &schedule, std::string
 /// smallest power of two at least that, within [32, 256] (256 when
 /// `symbolic`).
 int64_t rowReductionThreads(int64_t reduced, bool symbolic);
-/// With a target (not TVM): a kernel the reduction rule took whose one
-/// reduction has too few rows to fill the GPU and whose output has one
-/// element per row, split into partial reductions (rfactor) when the cost
-/// model finds that faster (ScheduleSplitReduction.cpp). Rewrites `kernel`'s
+/// With a target (not TVM): a kernel the reduction rule took whose
+/// reductions have too few rows to fill the GPU, split into partial
+/// reductions (rfactor) when the cost model finds that faster
+/// (ScheduleSplitReduction.cpp). Rewrites `kernel`'s
 /// stages and replaces `schedule`; false (both untouched) otherwise.
 bool splitRowReduction(Kernel &kernel, KSchedule &schedule, std::string &why,
                        const ScheduleCostContext &cost);

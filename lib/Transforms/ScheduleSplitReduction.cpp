@@ -38,7 +38,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <numeric>
 #include <set>
 
 using namespace fusec;
@@ -50,11 +49,12 @@ struct SplitCandidate {
   const KStage *output = nullptr;
   std::vector<Dim> rows;
   int64_t rowCount = 1;
-  /// Whether the output has dims beyond the rows (a softmax): then every
-  /// reduction's partials are folded by a launch of their own and the
-  /// output gets a flat launch; else (one reduction, an element per row)
-  /// the output's blocks fold them.
+  /// Whether the output has dims beyond the rows (a softmax).
   bool wholeRow = false;
+  /// One reduction and an element per row: the output's blocks fold the
+  /// partials. Otherwise every reduction's partials are folded by a launch
+  /// of their own and the output gets a flat launch.
+  bool foldsInOutput() const { return !wholeRow && reductions.size() == 1; }
 };
 
 bool findCandidate(const Kernel &kernel, SplitCandidate &candidate) {
@@ -88,7 +88,7 @@ bool findCandidate(const Kernel &kernel, SplitCandidate &candidate) {
     candidate.rowCount *= dim.size;
   candidate.wholeRow = withoutTrailingOnes(outputType.getShape()) != candidate.rows;
   // Several reductions fold in launches of their own, before a spatial output.
-  if (candidate.reductions.size() > 1 || candidate.wholeRow)
+  if (!candidate.foldsInOutput())
     return !candidate.output->isReduction();
   return true;
 }
@@ -238,7 +238,7 @@ KSchedule splitSchedule(const Kernel &kernel, const SplitCandidate &candidate,
   KSchedule schedule;
   schedule.rule = "reduction";
   int64_t rowRank = int64_t(candidate.rows.size());
-  bool foldInOutput = !candidate.wholeRow && candidate.reductions.size() == 1;
+  bool foldInOutput = candidate.foldsInOutput();
   for (const KStage &stage : kernel.stages) {
     StageSchedule entry;
     entry.stage = stage.buffer;
@@ -310,7 +310,7 @@ bool fusec::splitRowReduction(Kernel &kernel, KSchedule &schedule, std::string &
     names += (names.empty() ? "%" : ", %") + reduction.buffer;
   }
   const KStage &output = *candidate.output;
-  bool foldInOutput = !candidate.wholeRow && candidate.reductions.size() == 1;
+  bool foldInOutput = candidate.foldsInOutput();
   double outputWork = 0, outputReads = 0;
   int64_t outputBlocks = 0;
   const KBuffer &outputBuffer = *kernel.findBuffer(output.buffer);
